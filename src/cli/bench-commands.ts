@@ -1,0 +1,3 @@
+import type { Command } from 'commander'
+
+export function registerBenchCommands(_program: Command): void {}

@@ -1,0 +1,28 @@
+// What every command gets: validated configuration, a logger, and where to print results.
+import type { Command } from 'commander'
+import { loadConfig, type Config } from '../config.js'
+import { createLogger, type Logger } from '../log.js'
+
+export interface CommandContext {
+  config: Config
+  log: Logger
+  out: (line: string) => void
+}
+
+/** Builds the context from the global options (--config, --log-level) plus per-command flags. */
+export function contextFor(command: Command, flags: Record<string, unknown> = {}): CommandContext {
+  const globals = command.optsWithGlobals() as { config?: string; logLevel?: string }
+  const config = loadConfig({
+    ...(globals.config ? { file: globals.config } : {}),
+    flags: { ...flags, ...(globals.logLevel ? { 'log.level': globals.logLevel } : {}) },
+  })
+  return { config, log: createLogger(config.log.level), out: (line) => process.stdout.write(`${line}\n`) }
+}
+
+export function parseNumber(name: string) {
+  return (raw: string): number => {
+    const value = Number(raw)
+    if (raw.trim() === '' || Number.isNaN(value)) throw new Error(`${name} must be a number, got '${raw}'`)
+    return value
+  }
+}

@@ -1,0 +1,130 @@
+// Configuration: defaults < file (ambigqa.config.json or --config) < environment (AMBIGQA_*) <
+// flags. Validated once at start; a bad value names its key, where it came from, and the fix.
+import { existsSync, readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { z } from 'zod'
+import { ERR_CONFIG_FILE, ERR_CONFIG_INVALID } from './errors.js'
+
+const configSchema = z
+  .object({
+    store: z.string().min(1),
+    retriever: z.enum(['bm25-sqlite']),
+    bm25: z.object({ k1: z.number().min(0).max(10), b: z.number().min(0).max(1) }).strict(),
+    ingest: z
+      .object({
+        onError: z.enum(['fail', 'skip']),
+        batchSize: z.number().int().min(1).max(100_000),
+        segmentSize: z.number().int().min(100).max(10_000_000),
+        workers: z.number().int().min(1).max(64),
+      })
+      .strict(),
+    log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) }).strict(),
+  })
+  .strict()
+
+export type Config = z.infer<typeof configSchema>
+
+export const defaults: Config = {
+  store: 'data/store',
+  retriever: 'bm25-sqlite',
+  bm25: { k1: 0.9, b: 0.4 },
+  ingest: { onError: 'fail', batchSize: 2000, segmentSize: 200_000, workers: 2 },
+  log: { level: 'info' },
+}
+
+/** Leaf keys the environment may set: AMBIGQA_BM25_K1 sets bm25.k1, and so on. */
+const envKeys: Record<string, { key: string; type: 'string' | 'number' }> = {}
+for (const [key, value] of leaves(defaults)) {
+  envKeys[`AMBIGQA_${key.replace(/\./g, '_').replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()}`] = {
+    key,
+    type: typeof value === 'number' ? 'number' : 'string',
+  }
+}
+
+export const DEFAULT_CONFIG_FILE = 'ambigqa.config.json'
+
+export interface ConfigSources {
+  /** Path given with --config; else ./ambigqa.config.json when it exists. */
+  file?: string
+  env?: NodeJS.ProcessEnv
+  /** Flags, as dotted keys ({ 'bm25.k1': 1.2 }). */
+  flags?: Record<string, unknown>
+  cwd?: string
+}
+
+export function loadConfig(sources: ConfigSources = {}): Config {
+  const cwd = sources.cwd ?? process.cwd()
+  const origin = new Map<string, string>()
+  const merged = structuredClone(defaults) as unknown as Record<string, unknown>
+
+  const filePath = sources.file ? resolve(cwd, sources.file) : resolve(cwd, DEFAULT_CONFIG_FILE)
+  if (sources.file || existsSync(filePath)) {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(readFileSync(filePath, 'utf8'))
+    } catch (err) {
+      const problem = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : `is not valid JSON (${(err as Error).message})`
+      throw ERR_CONFIG_FILE(filePath, problem)
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw ERR_CONFIG_FILE(filePath, 'must hold a JSON object')
+    }
+    for (const [key, value] of leaves(parsed as Record<string, unknown>)) set(merged, key, value, origin, `file ${filePath}`)
+  }
+
+  for (const [name, raw] of Object.entries(sources.env ?? process.env)) {
+    if (!name.startsWith('AMBIGQA_') || raw === undefined) continue
+    const known = envKeys[name]
+    if (!known) {
+      throw ERR_CONFIG_INVALID(name, 'the environment', 'is not a known setting', `Known variables: ${Object.keys(envKeys).join(', ')}`)
+    }
+    const value = known.type === 'number' ? Number(raw) : raw
+    if (known.type === 'number' && (raw.trim() === '' || Number.isNaN(value))) {
+      throw ERR_CONFIG_INVALID(known.key, `environment ${name}`, `must be a number, got '${raw}'`, `Set ${name} to a number`)
+    }
+    set(merged, known.key, value, origin, `environment ${name}`)
+  }
+
+  for (const [key, value] of Object.entries(sources.flags ?? {})) {
+    if (value !== undefined) set(merged, key, value, origin, 'a command-line flag')
+  }
+
+  const result = configSchema.safeParse(merged)
+  if (!result.success) {
+    const issue = result.error.issues[0]!
+    const keys = issue.code === 'unrecognized_keys' ? issue.keys.map((k) => [...issue.path, k].join('.')) : [issue.path.join('.')]
+    const key = keys[0] ?? '(root)'
+    const from = origin.get(key) ?? 'defaults'
+    if (issue.code === 'unrecognized_keys') {
+      throw ERR_CONFIG_INVALID(key, from, 'is not a known setting', `Known keys: ${leaves(defaults).map(([k]) => k).join(', ')}`)
+    }
+    throw ERR_CONFIG_INVALID(key, from, `is invalid: ${issue.message.toLowerCase()}`, `Default: ${JSON.stringify(get(defaults, key))}`)
+  }
+  return result.data
+}
+
+function leaves(obj: object, prefix = ''): [string, unknown][] {
+  const out: [string, unknown][] = []
+  for (const [k, v] of Object.entries(obj)) {
+    const key = prefix ? `${prefix}.${k}` : k
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) out.push(...leaves(v, key))
+    else out.push([key, v])
+  }
+  return out
+}
+
+function set(target: Record<string, unknown>, key: string, value: unknown, origin: Map<string, string>, from: string): void {
+  const parts = key.split('.')
+  let node = target
+  for (const part of parts.slice(0, -1)) {
+    const next = node[part]
+    if (next === null || typeof next !== 'object' || Array.isArray(next)) node[part] = {}
+    node = node[part] as Record<string, unknown>
+  }
+  node[parts.at(-1)!] = value
+  origin.set(key, from)
+}
+
+function get(obj: object, key: string): unknown {
+  return key.split('.').reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], obj)
+}

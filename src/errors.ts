@@ -1,0 +1,145 @@
+// The one error catalogue of the project. Every failure a user can meet has a code here, a
+// message that names the problem and the fix, and the HTTP status the server will map it to.
+
+export class AmbigqaError extends Error {
+  readonly code: string
+  readonly statusCode: number
+
+  constructor(code: string, message: string, statusCode: number, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'AmbigqaError'
+    this.code = code
+    this.statusCode = statusCode
+  }
+}
+
+export interface ErrorFactory<A extends unknown[]> {
+  (...args: A): AmbigqaError
+  readonly code: string
+  readonly statusCode: number
+  /** Same error with a cause attached (kept for logs, never shown as a stack to users). */
+  withCause(cause: unknown, ...args: A): AmbigqaError
+}
+
+function createError<A extends unknown[]>(
+  code: string,
+  statusCode: number,
+  format: (...args: A) => string,
+): ErrorFactory<A> {
+  const full = `AMBIGQA_ERR_${code}`
+  const make = (...args: A): AmbigqaError => new AmbigqaError(full, format(...args), statusCode)
+  return Object.assign(make, {
+    code: full,
+    statusCode,
+    withCause: (cause: unknown, ...args: A) =>
+      new AmbigqaError(full, format(...args), statusCode, { cause }),
+  })
+}
+
+export const ERR_USAGE = createError('USAGE', 400, (problem: string, fix: string) => `${problem}. ${fix}`)
+
+export const ERR_CONFIG_INVALID = createError(
+  'CONFIG_INVALID',
+  500,
+  (key: string, from: string, problem: string, fix: string) =>
+    `configuration key '${key}' (from ${from}) ${problem}. ${fix}`,
+)
+
+export const ERR_CONFIG_FILE = createError(
+  'CONFIG_FILE',
+  500,
+  (path: string, problem: string) =>
+    `configuration file ${path}: ${problem}. Fix the file or pass another with --config <file>`,
+)
+
+export const ERR_SOURCE_NOT_FOUND = createError(
+  'SOURCE_NOT_FOUND',
+  400,
+  (path: string) => `source ${path} does not exist. Check the --source path`,
+)
+
+export const ERR_SOURCE_EMPTY = createError(
+  'SOURCE_EMPTY',
+  400,
+  (path: string) => `source ${path} is empty: no passages to index. Point --source at a non-empty file`,
+)
+
+export const ERR_SOURCE_FORMAT_UNKNOWN = createError(
+  'SOURCE_FORMAT_UNKNOWN',
+  400,
+  (path: string, detail: string, known: readonly string[]) =>
+    `cannot tell the format of ${path} (${detail}). Pass --format with one of: ${known.join(', ')}`,
+)
+
+/** A record of a source that cannot be read; `where` is "line N" or "byte N". */
+export const ERR_SOURCE_MALFORMED = createError(
+  'SOURCE_MALFORMED',
+  400,
+  (path: string, where: string, problem: string) =>
+    `${path}, ${where}: ${problem}. Fix the input, or pass --on-error skip to skip and count bad records`,
+)
+
+export const ERR_SOURCE_TRUNCATED = createError(
+  'SOURCE_TRUNCATED',
+  400,
+  (path: string, where: string, problem: string) =>
+    `${path} is truncated or corrupt at ${where}: ${problem}. Download the file again`,
+)
+
+export const ERR_STORE_NOT_FOUND = createError(
+  'STORE_NOT_FOUND',
+  404,
+  (dir: string) =>
+    `no passage store at ${dir}. Build one with \`ambigqa index build --source <file> --store ${dir}\``,
+)
+
+export const ERR_STORE_INCOMPLETE = createError(
+  'STORE_INCOMPLETE',
+  503,
+  (dir: string, state: string) =>
+    `the passage store at ${dir} is not ready (${state}): a build was interrupted or failed. ` +
+    `Run the same \`ambigqa index build\` again to resume it`,
+)
+
+export const ERR_STORE_CORRUPT = createError(
+  'STORE_CORRUPT',
+  500,
+  (dir: string, problem: string) =>
+    `the passage store at ${dir} is unreadable (${problem}). Delete the folder and build it again`,
+)
+
+export const ERR_STORE_BUSY = createError(
+  'STORE_BUSY',
+  409,
+  (dir: string, pid: number) =>
+    `the passage store at ${dir} is being built by process ${pid}. Wait for it, or stop it first`,
+)
+
+export const ERR_QUESTIONS_FILE = createError(
+  'QUESTIONS_FILE',
+  400,
+  (path: string, where: string, problem: string) =>
+    `questions file ${path}${where ? `, ${where}` : ''}: ${problem}. ` +
+    `Give an AmbigNQ light JSON file or an NQ-open TSV/JSONL file`,
+)
+
+export const ERR_DATA_MISSING = createError(
+  'DATA_MISSING',
+  404,
+  (path: string, what: string) =>
+    `${what} needs ${path}, which is absent. Put the shared data folder beside the project (../shared/data) or pass its path`,
+)
+
+export const ERR_INTERNAL = createError('INTERNAL', 500, (problem: string) => `internal error: ${problem}. Please report it`)
+
+/** Every factory in the catalogue, for tests that check codes are unique and well formed. */
+export const catalogue: readonly ErrorFactory<never[]>[] = [
+  ERR_USAGE, ERR_CONFIG_INVALID, ERR_CONFIG_FILE, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_EMPTY,
+  ERR_SOURCE_FORMAT_UNKNOWN, ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED, ERR_STORE_NOT_FOUND,
+  ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_QUESTIONS_FILE, ERR_DATA_MISSING,
+  ERR_INTERNAL,
+] as unknown as readonly ErrorFactory<never[]>[]
+
+export function isAmbigqaError(err: unknown): err is AmbigqaError {
+  return err instanceof AmbigqaError
+}
