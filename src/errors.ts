@@ -132,14 +132,22 @@ export const ERR_DATA_MISSING = createError(
 
 export const ERR_INTERNAL = createError('INTERNAL', 500, (problem: string) => `internal error: ${problem}. Please report it`)
 
+export function isAmbigqaError(err: unknown): err is AmbigqaError {
+  return err instanceof AmbigqaError
+}
+
+export const ERR_SOURCE_CHANGED = createError(
+  'SOURCE_CHANGED',
+  409,
+  (path: string, dir: string) =>
+    `source ${path} changed since an unfinished build of ${dir} started reading it, so the build cannot resume. ` +
+    `Delete ${dir} and build again`,
+)
+
 /** Every factory in the catalogue, for tests that check codes are unique and well formed. */
 export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_USAGE, ERR_CONFIG_INVALID, ERR_CONFIG_FILE, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_EMPTY,
   ERR_SOURCE_FORMAT_UNKNOWN, ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED, ERR_STORE_NOT_FOUND,
   ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_QUESTIONS_FILE, ERR_DATA_MISSING,
-  ERR_INTERNAL,
+  ERR_INTERNAL, ERR_SOURCE_CHANGED,
 ] as unknown as readonly ErrorFactory<never[]>[]
-
-export function isAmbigqaError(err: unknown): err is AmbigqaError {
-  return err instanceof AmbigqaError
-}

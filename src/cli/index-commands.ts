@@ -1,3 +1,82 @@
 import type { Command } from 'commander'
+import { buildIndex, type SourceSpec } from '../../index/build-index.js'
+import { isSourceFormat, SOURCE_FORMATS } from '../../index/formats.js'
+import { PassageStore } from '../../retriever/passage-store.js'
+import { ERR_USAGE } from '../errors.js'
+import { contextFor, parseNumber } from './context.js'
 
-export function registerIndexCommands(_program: Command): void {}
+export function registerIndexCommands(program: Command): void {
+  const index = program.command('index').description('build and inspect passage stores')
+
+  index
+    .command('build')
+    .description('ingest passages from one or more sources into a store and index them for BM25 (resumable)')
+    .requiredOption('--source <path...>', 'DPR TSV, JSON Lines, SQuAD JSON, qa-feedback JSON, MediaWiki XML(.bz2) dump, or a folder of wikitext files')
+    .option('--format <format>', `source format (default: detected): ${SOURCE_FORMATS.join(' | ')}`)
+    .option('--id-prefix <prefix>', 'prepend to every passage id of these sources (keeps ids of different sources apart)')
+    .option('--store <dir>', 'store folder (default: config "store")')
+    .option('--on-error <mode>', 'fail (default) stops at the first bad record; skip skips and counts bad records')
+    .option('--batch-size <n>', 'passages committed per transaction', parseNumber('--batch-size'))
+    .option('--segment-size <n>', 'passages per index segment', parseNumber('--segment-size'))
+    .option('--workers <n>', 'worker threads for dump parsing', parseNumber('--workers'))
+    .option('--json', 'print the build report as JSON')
+    .action(async (opts, command: Command) => {
+      const ctx = contextFor(command, {
+        store: opts.store,
+        'ingest.onError': opts.onError,
+        'ingest.batchSize': opts.batchSize,
+        'ingest.segmentSize': opts.segmentSize,
+        'ingest.workers': opts.workers,
+      })
+      if (opts.format !== undefined && !isSourceFormat(opts.format)) {
+        throw ERR_USAGE(`unknown --format '${opts.format}'`, `Use one of: ${SOURCE_FORMATS.join(', ')}`)
+      }
+      const sources: SourceSpec[] = (opts.source as string[]).map((path) => ({
+        path,
+        ...(opts.format ? { format: opts.format } : {}),
+        ...(opts.idPrefix ? { idPrefix: opts.idPrefix } : {}),
+      }))
+      const report = await buildIndex({
+        store: ctx.config.store,
+        sources,
+        onError: ctx.config.ingest.onError,
+        batchSize: ctx.config.ingest.batchSize,
+        segmentSize: ctx.config.ingest.segmentSize,
+        workers: ctx.config.ingest.workers,
+        log: ctx.log,
+      })
+      if (opts.json) ctx.out(JSON.stringify(report))
+      else {
+        ctx.out(`store ${ctx.config.store}: ${report.passages.toLocaleString('en-US')} passages (${report.added} added, ` +
+          `${report.duplicates} already present, ${report.skipped} bad records skipped) in ${report.seconds.toFixed(1)} s`)
+      }
+    })
+
+  index
+    .command('stats')
+    .description('passage count, content checksum, index size and sources of a store')
+    .option('--store <dir>', 'store folder (default: config "store")')
+    .option('--json', 'print JSON')
+    .action((opts, command: Command) => {
+      const ctx = contextFor(command, { store: opts.store })
+      const store = PassageStore.openForInspection(ctx.config.store)
+      try {
+        const stats = store.stats()
+        if (opts.json) {
+          ctx.out(JSON.stringify(stats))
+          return
+        }
+        ctx.out(`store      ${store.dir}`)
+        ctx.out(`state      ${stats.state}`)
+        ctx.out(`passages   ${stats.passages}`)
+        ctx.out(`checksum   ${stats.checksum}`)
+        ctx.out(`segments   ${stats.segments}`)
+        ctx.out(`terms      ${stats.terms}`)
+        ctx.out(`postings   ${stats.postings}`)
+        ctx.out(`size       ${(stats.bytes / 2 ** 20).toFixed(1)} MiB`)
+        for (const s of stats.sources) ctx.out(`source     ${s.path} (${s.format}): ${s.passages} passages, ${s.skipped} skipped${s.done ? '' : ', unfinished'}`)
+      } finally {
+        store.close()
+      }
+    })
+}

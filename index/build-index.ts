@@ -1,0 +1,179 @@
+// `ambigqa index build`: sources → passages in the store → BM25 segments → state 'ready'.
+// Each batch of passages is committed together with the source position after it, so a build
+// killed at any moment resumes where its last commit ended and adds nothing twice.
+import { readdirSync, statSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { ERR_SOURCE_CHANGED, ERR_SOURCE_EMPTY } from '../src/errors.js'
+import type { Logger } from '../src/log.js'
+import { Progress } from '../src/progress.js'
+import { indexPendingPassages } from '../retriever/bm25-index-writer.js'
+import { PassageStore } from '../retriever/passage-store.js'
+import { createReader, detectFormat, type SourceFormat } from './formats.js'
+import type { Passage, ResumePoint } from './passage.js'
+
+export interface SourceSpec {
+  path: string
+  format?: SourceFormat
+  /** Prepended to every id of the source, to keep ids of different sources apart. */
+  idPrefix?: string
+}
+
+export interface BuildOptions {
+  store: string
+  sources: SourceSpec[]
+  onError: 'fail' | 'skip'
+  batchSize: number
+  segmentSize: number
+  workers: number
+  log: Logger
+}
+
+export interface BuildReport {
+  passages: number
+  added: number
+  skipped: number
+  duplicates: number
+  conflicts: number
+  seconds: number
+}
+
+interface SourceRow {
+  fingerprint: string
+  records: number
+  byte_offset: number | null
+  line: number | null
+  passages: number
+  skipped: number
+  done: number
+}
+
+export async function buildIndex(options: BuildOptions): Promise<BuildReport> {
+  const started = Date.now()
+  const { log } = options
+  const store = PassageStore.openForBuild(options.store)
+  const report: BuildReport = { passages: 0, added: 0, skipped: 0, duplicates: 0, conflicts: 0, seconds: 0 }
+  try {
+    for (const spec of options.sources) await ingestSource(store, spec, options, report)
+    const pending = (store.db.prepare('SELECT max(rowid) AS n FROM passages').get() as { n: number | null }).n ?? 0
+    const progress = new Progress({ label: 'indexing', unit: 'passages', log })
+    indexPendingPassages(store, options.segmentSize, ({ indexed, total }) => {
+      progress.update(indexed)
+      if (indexed === total && total > 0) progress.done(indexed)
+    })
+    if (pending === 0) throw ERR_SOURCE_EMPTY(options.sources.map((s) => s.path).join(', '))
+    store.setState('ready')
+    report.passages = store.count()
+  } finally {
+    store.close()
+  }
+  report.seconds = (Date.now() - started) / 1000
+  log.info({ ...report, store: resolve(options.store) }, 'index build finished')
+  return report
+}
+
+async function ingestSource(store: PassageStore, spec: SourceSpec, options: BuildOptions, report: BuildReport): Promise<void> {
+  const { log } = options
+  const path = resolve(spec.path)
+  const format = spec.format ?? detectFormat(path)
+  const key = `${path}|${format}|${spec.idPrefix ?? ''}`
+  const fingerprint = fingerprintOf(path)
+  const db = store.db
+  let row = db.prepare('SELECT * FROM sources WHERE key = ?').get(key) as SourceRow | undefined
+  if (row && row.fingerprint !== fingerprint) throw ERR_SOURCE_CHANGED(path, store.dir)
+  if (row?.done) {
+    log.info({ source: path }, 'source already indexed, skipping')
+    return
+  }
+  if (!row) {
+    db.prepare('INSERT INTO sources (key, path, format, fingerprint) VALUES (?, ?, ?, ?)').run(key, path, format, fingerprint)
+    row = db.prepare('SELECT * FROM sources WHERE key = ?').get(key) as SourceRow
+  }
+  const reader = await createReader(path, format, { workers: options.workers })
+  const from: ResumePoint = { records: row.records, ...(row.byte_offset !== null ? { byteOffset: row.byte_offset } : {}), ...(row.line !== null ? { line: row.line } : {}) }
+  if (from.records > 0) log.info({ source: path, records: from.records }, 'resuming an interrupted build')
+
+  const insert = db.prepare('INSERT OR IGNORE INTO passages (id, title, text) VALUES (?, ?, ?)')
+  const existing = db.prepare('SELECT title, text FROM passages WHERE id = ?')
+  const advance = db.prepare(
+    `UPDATE sources SET records = ?, byte_offset = ?, line = ?, passages = passages + ?, duplicates = duplicates + ?, skipped = skipped + ?
+     WHERE key = ?`,
+  )
+  let batch: Passage[] = []
+  let skippedInBatch = 0
+  let position: ResumePoint = from
+  let total = row.passages
+  let skipped = row.skipped
+  const commit = db.transaction(() => {
+    let added = 0
+    let duplicates = 0
+    for (const p of batch) {
+      if (insert.run(p.id, p.title, p.text).changes === 1) {
+        added += 1
+        continue
+      }
+      duplicates += 1
+      const old = existing.get(p.id) as { title: string; text: string }
+      if (old.title !== p.title || old.text !== p.text) {
+        report.conflicts += 1
+        if (report.conflicts <= 5) log.warn({ id: p.id, source: path }, 'a passage with this id and different content is already stored: kept the first; use --id-prefix to keep both')
+      }
+    }
+    advance.run(position.records, position.byteOffset ?? null, position.line ?? null, added, duplicates, skippedInBatch, key)
+    report.added += added
+    report.duplicates += duplicates
+    total += added
+  })
+  const flush = () => {
+    commit()
+    skipped += skippedInBatch
+    batch = []
+    skippedInBatch = 0
+  }
+
+  const progress = new Progress({
+    label: `reading ${spec.path}`,
+    unit: 'passages',
+    log,
+    fraction: () => (reader.totalBytes ? reader.bytesRead() / reader.totalBytes : undefined),
+  })
+  let seen = 0
+  try {
+    for await (const item of reader.read(from)) {
+      if (item.kind === 'bad-record') {
+        if (options.onError === 'fail') throw item.error
+        skippedInBatch += 1
+        report.skipped += 1
+        if (report.skipped <= 10) log.warn({ source: path }, `skipped: ${item.error.message}`)
+      } else {
+        const p = item.passage
+        batch.push(spec.idPrefix ? { ...p, id: spec.idPrefix + p.id } : p)
+        seen += 1
+      }
+      position = item.next
+      if (batch.length + skippedInBatch >= options.batchSize) {
+        flush()
+        progress.update(seen)
+      }
+    }
+  } catch (err) {
+    // Keep what was read before the failure: the store stays 'building', and a later build resumes.
+    flush()
+    throw err
+  }
+  flush()
+  progress.done(seen)
+  if (total === 0 && skipped === 0) throw ERR_SOURCE_EMPTY(path)
+  db.prepare('UPDATE sources SET done = 1 WHERE key = ?').run(key)
+  if (skipped > 0) log.warn({ source: path, skipped }, `skipped ${skipped} bad records (--on-error skip)`)
+}
+
+/** Size and modification time: enough to notice that a source changed under a paused build. */
+function fingerprintOf(path: string): string {
+  const stats = statSync(path)
+  if (!stats.isDirectory()) return `${stats.size}:${Math.round(stats.mtimeMs)}`
+  const entries = readdirSync(path).sort().map((name) => {
+    const s = statSync(join(path, name))
+    return `${name}:${s.size}:${Math.round(s.mtimeMs)}`
+  })
+  return entries.join('|')
+}

@@ -1,0 +1,203 @@
+// The embedded store: one SQLite file holding the passages, the BM25 index over them, and the
+// bookkeeping that makes a build resumable. A store is usable only once its state is 'ready';
+// anything else is an interrupted or failed build that the next build resumes.
+import { createHash } from 'node:crypto'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import Database from 'better-sqlite3'
+import { ERR_STORE_BUSY, ERR_STORE_CORRUPT, ERR_STORE_INCOMPLETE, ERR_STORE_NOT_FOUND } from '../src/errors.js'
+import type { Passage } from '../index/passage.js'
+
+export const STORE_FILE = 'passages.sqlite'
+const LOCK_FILE = 'build.lock'
+const SCHEMA_VERSION = '1'
+/** Changing the analyzer changes every term: a store built with another one must be rebuilt. */
+export const ANALYZER_VERSION = 'lucene-english-v1'
+
+export type StoreState = 'building' | 'ready'
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS passages (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, title TEXT NOT NULL, text TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sources (
+  key TEXT PRIMARY KEY, path TEXT NOT NULL, format TEXT NOT NULL, fingerprint TEXT NOT NULL,
+  records INTEGER NOT NULL DEFAULT 0, byte_offset INTEGER, line INTEGER,
+  passages INTEGER NOT NULL DEFAULT 0, duplicates INTEGER NOT NULL DEFAULT 0,
+  skipped INTEGER NOT NULL DEFAULT 0, done INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS segments (
+  seg INTEGER PRIMARY KEY, first_rowid INTEGER NOT NULL, last_rowid INTEGER NOT NULL,
+  title_norms BLOB NOT NULL, text_norms BLOB NOT NULL,
+  title_docs INTEGER NOT NULL, text_docs INTEGER NOT NULL, title_terms INTEGER NOT NULL, text_terms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS postings (
+  term TEXT NOT NULL, field INTEGER NOT NULL, seg INTEGER NOT NULL, df INTEGER NOT NULL, data BLOB NOT NULL,
+  PRIMARY KEY (term, field, seg)) WITHOUT ROWID;
+`
+
+export interface StoreStats {
+  passages: number
+  checksum: string
+  segments: number
+  terms: number
+  postings: number
+  sources: { path: string; format: string; passages: number; skipped: number; done: boolean }[]
+  state: StoreState
+  bytes: number
+}
+
+export class PassageStore {
+  readonly db: Database.Database
+  readonly dir: string
+  private readonly lockPath: string | null
+
+  private constructor(dir: string, db: Database.Database, lockPath: string | null) {
+    this.dir = dir
+    this.db = db
+    this.lockPath = lockPath
+  }
+
+  /** Opens (creating if needed) a store to build into; takes the build lock. */
+  static openForBuild(dir: string): PassageStore {
+    const abs = resolve(dir)
+    mkdirSync(abs, { recursive: true })
+    const lockPath = join(abs, LOCK_FILE)
+    takeLock(abs, lockPath)
+    let db: Database.Database
+    try {
+      db = openDatabase(abs, false)
+      db.exec(SCHEMA)
+      const store = new PassageStore(abs, db, lockPath)
+      const version = store.meta('schema_version')
+      if (version !== undefined && version !== SCHEMA_VERSION) throw ERR_STORE_CORRUPT(abs, `schema version ${version}, this program writes ${SCHEMA_VERSION}`)
+      const analyzer = store.meta('analyzer')
+      if (analyzer !== undefined && analyzer !== ANALYZER_VERSION) throw ERR_STORE_CORRUPT(abs, `built with analyzer ${analyzer}, this program uses ${ANALYZER_VERSION}`)
+      store.setMeta('schema_version', SCHEMA_VERSION)
+      store.setMeta('analyzer', ANALYZER_VERSION)
+      store.setState('building')
+      return store
+    } catch (err) {
+      rmSync(lockPath, { force: true })
+      throw err
+    }
+  }
+
+  /** Opens a finished store for reading; an unfinished or missing one is a clear error. */
+  static openReadOnly(dir: string): PassageStore {
+    const abs = resolve(dir)
+    if (!existsSync(join(abs, STORE_FILE))) throw ERR_STORE_NOT_FOUND(abs)
+    const db = openDatabase(abs, true)
+    const store = new PassageStore(abs, db, null)
+    let state: string | undefined
+    try {
+      state = store.meta('state')
+    } catch (err) {
+      db.close()
+      throw ERR_STORE_CORRUPT.withCause(err, abs, (err as Error).message)
+    }
+    if (state !== 'ready') {
+      db.close()
+      throw ERR_STORE_INCOMPLETE(abs, state ? `state '${state}'` : 'no state recorded')
+    }
+    return store
+  }
+
+  /** Opens any store, finished or not, read-only: for `index stats`. */
+  static openForInspection(dir: string): PassageStore {
+    const abs = resolve(dir)
+    if (!existsSync(join(abs, STORE_FILE))) throw ERR_STORE_NOT_FOUND(abs)
+    return new PassageStore(abs, openDatabase(abs, true), null)
+  }
+
+  meta(key: string): string | undefined {
+    const row = this.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined
+    return row?.value
+  }
+
+  setMeta(key: string, value: string): void {
+    this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value)
+  }
+
+  setState(state: StoreState): void {
+    this.setMeta('state', state)
+  }
+
+  count(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM passages').get() as { n: number }).n
+  }
+
+  /** Passages by store row, in the order asked. */
+  byRowids(rowids: readonly number[]): Passage[] {
+    const statement = this.db.prepare('SELECT id, title, text FROM passages WHERE rowid = ?')
+    return rowids.map((rowid) => statement.get(rowid) as Passage)
+  }
+
+  byId(id: string): Passage | undefined {
+    return this.db.prepare('SELECT id, title, text FROM passages WHERE id = ?').get(id) as Passage | undefined
+  }
+
+  /** sha256 over every passage in store order: equal stores have equal checksums. */
+  checksum(): string {
+    const hash = createHash('sha256')
+    for (const row of this.db.prepare('SELECT id, title, text FROM passages ORDER BY rowid').iterate() as Iterable<Passage>) {
+      hash.update(row.id).update('\t').update(row.title).update('\t').update(row.text).update('\n')
+    }
+    return hash.digest('hex')
+  }
+
+  stats(): StoreStats {
+    const one = (sql: string) => (this.db.prepare(sql).get() as { n: number | null }).n ?? 0
+    const page = (this.db.pragma('page_count', { simple: true }) as number) * (this.db.pragma('page_size', { simple: true }) as number)
+    return {
+      passages: this.count(),
+      checksum: this.checksum(),
+      segments: one('SELECT count(*) AS n FROM segments'),
+      terms: one('SELECT count(DISTINCT term) AS n FROM postings'),
+      postings: one('SELECT sum(df) AS n FROM postings'),
+      sources: (this.db.prepare('SELECT path, format, passages, skipped, done FROM sources ORDER BY rowid').all() as {
+        path: string; format: string; passages: number; skipped: number; done: number
+      }[]).map((s) => ({ ...s, done: s.done === 1 })),
+      state: (this.meta('state') ?? 'building') as StoreState,
+      bytes: page,
+    }
+  }
+
+  close(): void {
+    if (this.db.open) {
+      if (this.lockPath) this.db.pragma('wal_checkpoint(TRUNCATE)')
+      this.db.close()
+    }
+    if (this.lockPath) rmSync(this.lockPath, { force: true })
+  }
+}
+
+function openDatabase(dir: string, readonly: boolean): Database.Database {
+  try {
+    const db = new Database(join(dir, STORE_FILE), { readonly, fileMustExist: readonly })
+    if (!readonly) {
+      // WAL keeps every committed batch durable and a killed build's open transaction invisible.
+      db.pragma('journal_mode = WAL')
+      db.pragma('synchronous = NORMAL')
+    }
+    db.pragma('cache_size = -262144')
+    db.prepare('SELECT count(*) FROM sqlite_master').get()
+    return db
+  } catch (err) {
+    throw ERR_STORE_CORRUPT.withCause(err, dir, (err as Error).message)
+  }
+}
+
+function takeLock(dir: string, lockPath: string): void {
+  if (existsSync(lockPath)) {
+    const pid = Number(readFileSync(lockPath, 'utf8').trim())
+    if (Number.isInteger(pid) && pid !== process.pid && isAlive(pid)) throw ERR_STORE_BUSY(dir, pid)
+  }
+  writeFileSync(lockPath, String(process.pid))
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
