@@ -1,5 +1,5 @@
 // JSON Lines passages in the three shapes met in practice: {id, title, text}; Pyserini's
-// {id, contents: "\"Title\"\ntext"}; and retrieval outputs {question, ctxs: [{title, text}]}
+// {id, contents: "\"Title\"\ntext"} (title quoted or not); and retrieval outputs {question, ctxs: [{title, text}]}
 // (NQ gold paragraphs), whose passages get ids from the file name, line and position.
 import { basename } from 'node:path'
 import { createLineBasedReader } from './line-based-reader.js'
@@ -36,12 +36,11 @@ function stringField(r: Record<string, unknown>, key: string, prefix = ''): stri
   return value
 }
 
-/** Pyserini's contents: the quoted title on the first line, the text after it. */
+/** Pyserini's contents: the title (quoted or not) on the first line, the text after it. */
 function fromContents(id: string, contents: string): Passage {
   const newline = contents.indexOf('\n')
-  const first = newline === -1 ? '' : contents.slice(0, newline)
-  if (first.length >= 2 && first.startsWith('"') && first.endsWith('"')) {
-    return { id, title: first.slice(1, -1), text: contents.slice(newline + 1) }
-  }
-  return { id, title: '', text: contents }
+  if (newline === -1) return { id, title: '', text: contents }
+  const first = contents.slice(0, newline)
+  const title = first.length >= 2 && first.startsWith('"') && first.endsWith('"') ? first.slice(1, -1) : first
+  return { id, title, text: contents.slice(newline + 1) }
 }

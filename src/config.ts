@@ -25,7 +25,7 @@ const configSchema = z
 export type Config = z.infer<typeof configSchema>
 
 export const defaults: Config = {
-  store: 'data/store',
+  store: 'data/demo',
   retriever: 'bm25-sqlite',
   bm25: { k1: 0.9, b: 0.4 },
   ingest: { onError: 'fail', batchSize: 2000, segmentSize: 200_000, workers: 2 },

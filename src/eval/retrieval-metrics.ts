@@ -1,0 +1,43 @@
+// Retrieval quality: answer recall@k as DPR reports it (some top-k passage contains a gold
+// answer) and coverage@k, what multi-answer QA needs (the share of the gold answers of the best
+// annotation that the top k contain, averaged over questions). Both in percent.
+import { containsTokens, dprTokens } from './has-answer.js'
+import type { EvalQuestion } from './questions.js'
+
+export interface RetrievalMetrics {
+  recall: Record<string, number>
+  coverage: Record<string, number>
+  n: number
+}
+
+/** `hits[i]` are the passage texts retrieved for `questions[i]`, best first. */
+export function retrievalMetrics(questions: readonly EvalQuestion[], hits: readonly (readonly string[])[], ks: readonly number[]): RetrievalMetrics {
+  const recall: Record<string, number> = {}
+  const coverage: Record<string, number> = {}
+  for (const k of ks) {
+    recall[k] = 0
+    coverage[k] = 0
+  }
+  questions.forEach((q, i) => {
+    const passages = (hits[i] ?? []).map(dprTokens)
+    // For each cluster of each annotation: the rank of the first passage that holds it.
+    const firstRank = (aliases: readonly string[]) => {
+      const tokenized = aliases.map(dprTokens)
+      const rank = passages.findIndex((p) => tokenized.some((a) => containsTokens(p, a)))
+      return rank === -1 ? Infinity : rank
+    }
+    const ranks = q.annotations.map((clusters) => clusters.map(firstRank))
+    const anyRank = Math.min(...ranks.flat())
+    for (const k of ks) {
+      if (anyRank < k) recall[k]! += 1
+      const best = Math.max(0, ...ranks.map((r) => (r.length === 0 ? 0 : r.filter((rank) => rank < k).length / r.length)))
+      coverage[k]! += best
+    }
+  })
+  const n = questions.length
+  for (const k of ks) {
+    recall[k] = (100 * recall[k]!) / n
+    coverage[k] = (100 * coverage[k]!) / n
+  }
+  return { recall, coverage, n }
+}

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import test from 'node:test'
+import { defaults, loadConfig } from '../src/config.js'
+import { AmbigqaError } from '../src/errors.js'
+
+const noEnv = {}
+
+test('defaults: BM25 k1 0.9 and b 0.4, the demo store', () => {
+  const config = loadConfig({ env: noEnv, cwd: mkdtempSync(join(tmpdir(), 'cfg-')) })
+  assert.deepEqual(config, defaults)
+  assert.deepEqual(config.bm25, { k1: 0.9, b: 0.4 })
+})
+
+test('file < environment < flags', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cfg-'))
+  writeFileSync(join(dir, 'ambigqa.config.json'), JSON.stringify({ bm25: { k1: 1.5 }, store: 'from-file' }))
+  assert.equal(loadConfig({ env: noEnv, cwd: dir }).bm25.k1, 1.5)
+  assert.equal(loadConfig({ env: noEnv, cwd: dir }).bm25.b, 0.4)
+  assert.equal(loadConfig({ env: { AMBIGQA_BM25_K1: '1.1' }, cwd: dir }).bm25.k1, 1.1)
+  assert.equal(loadConfig({ env: { AMBIGQA_BM25_K1: '1.1' }, flags: { 'bm25.k1': 2 }, cwd: dir }).bm25.k1, 2)
+  assert.equal(loadConfig({ env: { AMBIGQA_INGEST_ON_ERROR: 'skip' }, cwd: dir }).ingest.onError, 'skip')
+})
+
+function configError(fn: () => unknown): AmbigqaError {
+  try {
+    fn()
+  } catch (err) {
+    assert.ok(err instanceof AmbigqaError)
+    return err
+  }
+  assert.fail('expected a configuration error')
+}
+
+test('a bad value names its key, where it came from, and the fix', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cfg-'))
+  writeFileSync(join(dir, 'ambigqa.config.json'), JSON.stringify({ bm25: { b: 3 } }))
+  const err = configError(() => loadConfig({ env: noEnv, cwd: dir }))
+  assert.equal(err.code, 'AMBIGQA_ERR_CONFIG_INVALID')
+  assert.match(err.message, /'bm25\.b'/)
+  assert.match(err.message, /ambigqa\.config\.json/)
+  assert.match(err.message, /Default: 0\.4/)
+})
+
+test('unknown keys, unknown variables, non-numbers and broken files are refused', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cfg-'))
+  writeFileSync(join(dir, 'ambigqa.config.json'), JSON.stringify({ bm25: { k: 1 } }))
+  assert.match(configError(() => loadConfig({ env: noEnv, cwd: dir })).message, /'bm25\.k' .* is not a known setting. Known keys: .*bm25\.k1/)
+  assert.match(configError(() => loadConfig({ env: { AMBIGQA_BM25_K2: '1' }, cwd: tmpdir() })).message, /AMBIGQA_BM25_K2/)
+  assert.match(configError(() => loadConfig({ env: { AMBIGQA_BM25_K1: 'high' }, cwd: tmpdir() })).message, /must be a number, got 'high'/)
+  const broken = join(dir, 'broken.json')
+  writeFileSync(broken, '{ "store": ')
+  const err = configError(() => loadConfig({ env: noEnv, file: broken }))
+  assert.equal(err.code, 'AMBIGQA_ERR_CONFIG_FILE')
+  assert.match(err.message, /broken\.json: is not valid JSON/)
+  assert.match(configError(() => loadConfig({ env: noEnv, file: join(dir, 'nope.json') })).message, /nope\.json: does not exist/)
+})
