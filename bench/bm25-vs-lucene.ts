@@ -1,0 +1,67 @@
+// The side-by-side core of the retrieval benchmarks: our BM25 on a store and Lucene 8 on the
+// same passages (exported from the store, in store order) answer the same questions at depth k.
+import { statSync } from 'node:fs'
+import { join } from 'node:path'
+import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
+import { PassageStore, STORE_FILE } from '../retriever/passage-store.js'
+import type { Passage } from '../index/passage.js'
+import { percentile } from '../src/eval/evaluate-retriever.js'
+import { runLucenePeer } from './lucene-peer.js'
+
+export interface SystemRun {
+  system: string
+  /** Top-k passage ids per question. */
+  hits: string[][]
+  latenciesMs: number[]
+  p50: number
+  p99: number
+  indexBytes: number
+  indexSeconds?: number
+}
+
+export function runOurBm25(storeDir: string, questions: readonly string[], k: number, warmup = 50): SystemRun {
+  const retriever = new Bm25SqliteRetriever(PassageStore.openReadOnly(storeDir), { k1: 0.9, b: 0.4 })
+  for (const q of questions.slice(0, warmup)) retriever.searchSync(q, k)
+  const hits: string[][] = []
+  const latenciesMs: number[] = []
+  for (const q of questions) {
+    const started = performance.now()
+    const found = retriever.searchSync(q, k)
+    latenciesMs.push(performance.now() - started)
+    hits.push(found.map((p) => p.id))
+  }
+  void retriever.close()
+  return { system: 'ours (BM25, SQLite)', hits, latenciesMs, p50: percentile(latenciesMs, 50), p99: percentile(latenciesMs, 99), indexBytes: statSync(join(storeDir, STORE_FILE)).size }
+}
+
+export async function runLucene(storeDir: string, questions: readonly string[], k: number, workDir: string): Promise<SystemRun> {
+  const store = PassageStore.openReadOnly(storeDir)
+  try {
+    const passages = store.db.prepare('SELECT id, title, text FROM passages ORDER BY rowid').iterate() as Iterable<Passage>
+    const result = await runLucenePeer({ passages, questions: [...questions], k, workDir })
+    return {
+      system: 'Lucene 8.8 (EnglishAnalyzer, BM25 0.9/0.4)',
+      hits: result.hits,
+      latenciesMs: result.latenciesMs,
+      p50: result.p50,
+      p99: result.p99,
+      indexBytes: result.indexBytes,
+      indexSeconds: result.indexSeconds,
+    }
+  } finally {
+    store.close()
+  }
+}
+
+/** How often the two systems agree: same top-1, and the mean overlap of their top-k sets. */
+export function agreement(a: SystemRun, b: SystemRun, k: number): { top1: number; overlap: number } {
+  let top1 = 0
+  let overlap = 0
+  a.hits.forEach((hits, i) => {
+    const other = b.hits[i] ?? []
+    if (hits[0] !== undefined && hits[0] === other[0]) top1++
+    const set = new Set(other.slice(0, k))
+    overlap += hits.slice(0, k).filter((id) => set.has(id)).length / Math.max(1, Math.min(k, hits.length, other.length))
+  })
+  return { top1: (100 * top1) / a.hits.length, overlap: (100 * overlap) / a.hits.length }
+}

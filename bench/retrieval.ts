@@ -1,0 +1,46 @@
+// bench/retrieval: recall@k, coverage@k and latency on eval-300 for our BM25 and Lucene 8,
+// side by side in one run, plus index build time. Prints numbers; passes or fails nothing.
+//   npm run bench:retrieval [-- --data ../shared/data]
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { buildIndex } from '../index/build-index.js'
+import { PassageStore } from '../retriever/passage-store.js'
+import { eval300Questions, eval300Sources } from '../src/eval/eval-300.js'
+import { loadIdList, loadQuestions } from '../src/eval/questions.js'
+import { retrievalMetrics } from '../src/eval/retrieval-metrics.js'
+import { createLogger } from '../src/log.js'
+import { DEFAULT_SHARED_DATA, PROJECT_ROOT } from '../src/paths.js'
+import { agreement, runLucene, runOurBm25, type SystemRun } from './bm25-vs-lucene.js'
+
+const KS = [1, 5, 20, 100]
+const { values } = parseArgs({ options: { data: { type: 'string', default: DEFAULT_SHARED_DATA }, rebuild: { type: 'boolean', default: false } } })
+const out = join(PROJECT_ROOT, 'bench', 'out')
+const storeDir = join(out, 'eval-300-store')
+mkdirSync(out, { recursive: true })
+const log = createLogger('warn')
+
+if (values.rebuild) rmSync(storeDir, { recursive: true, force: true })
+const build = await buildIndex({ store: storeDir, sources: eval300Sources(values.data!), onError: 'fail', batchSize: 2000, segmentSize: 200_000, workers: 2, log })
+const { questions: questionsFile, ids } = eval300Questions(values.data!)
+const questions = loadQuestions(questionsFile, loadIdList(ids))
+const texts = questions.map((q) => q.question)
+
+const store = PassageStore.openReadOnly(storeDir)
+const textOf = (id: string) => store.byId(id)?.text ?? ''
+const runs: SystemRun[] = [runOurBm25(storeDir, texts, 100), await runLucene(storeDir, texts, 100, join(out, 'lucene-eval-300'))]
+const rows = runs.map((run) => ({ run, metrics: retrievalMetrics(questions, run.hits.map((ids) => ids.map(textOf)), KS) }))
+store.close()
+
+const fmt = (x: number) => x.toFixed(1).padStart(6)
+console.log(`eval-300: ${questions.length} questions, ${build.passages.toLocaleString('en-US')} passages; ` +
+  `our build ${build.seconds.toFixed(1)} s (${build.added > 0 ? Math.round(build.added / build.seconds) + ' passages/s' : 'store reused; --rebuild to time it'})`)
+console.log(`${'system'.padEnd(44)}${KS.map((k) => `  R@${k}`.padStart(6)).join('')}${KS.map((k) => `  C@${k}`.padStart(6)).join('')}   p50 ms   p99 ms  index MB  index s`)
+for (const { run, metrics } of rows) {
+  console.log(`${run.system.padEnd(44)}${KS.map((k) => fmt(metrics.recall[k]!)).join('')}${KS.map((k) => fmt(metrics.coverage[k]!)).join('')}` +
+    `${run.p50.toFixed(2).padStart(9)}${run.p99.toFixed(2).padStart(9)}${(run.indexBytes / 2 ** 20).toFixed(1).padStart(10)}` +
+    `${(run.indexSeconds ?? (build.added > 0 ? build.seconds : NaN)).toFixed(1).padStart(9)}`)
+}
+const agree = agreement(runs[0]!, runs[1]!, 20)
+console.log(`agreement with Lucene: same top-1 ${agree.top1.toFixed(1)}%, top-20 overlap ${agree.overlap.toFixed(1)}%`)
+writeFileSync(join(out, 'retrieval.json'), JSON.stringify({ date: new Date().toISOString(), build, rows: rows.map(({ run, metrics }) => ({ system: run.system, metrics, p50: run.p50, p99: run.p99, indexBytes: run.indexBytes })), agreement: agree }, null, 2))
