@@ -28,7 +28,7 @@ export function createLineBasedReader(
         const next: ResumePoint = { records: records + 1, byteOffset: line.nextOffset, line: line.number + 1 }
         records += 1
         if (line.text.trim() === '') continue
-        const binary = binaryProblem(line.text)
+        const binary = binaryProblem(line)
         if (binary) {
           // Junk rarely stops at one line: give up at once rather than report thousands.
           throw ERR_SOURCE_MALFORMED(path, `line ${line.number} (byte ${line.byteOffset})`, binary)

@@ -13,6 +13,8 @@ export interface Line {
   number: number
   /** Offset just past the line's newline: where the next line starts. */
   nextOffset: number
+  /** Set when the line's bytes are not valid UTF-8 (the text then holds U+FFFD in their place). */
+  invalidUtf8?: true
 }
 
 export interface LineSource {
@@ -52,7 +54,7 @@ export function openLineSource(path: string): LineSource {
             pending = []
             start = nl + 1
             if (lineStart < fromOffset) continue
-            yield { text: decode(bytes), byteOffset: lineStart, number: lineNumber++, nextOffset: pendingStart }
+            yield { ...decode(bytes), byteOffset: lineStart, number: lineNumber++, nextOffset: pendingStart }
           }
           if (start < chunk.length) pending.push(chunk.subarray(start))
           offset += chunk.length
@@ -64,21 +66,32 @@ export function openLineSource(path: string): LineSource {
       if (pending.length > 0) {
         const bytes = Buffer.concat(pending)
         if (bytes.length > 0 && pendingStart >= fromOffset) {
-          yield { text: decode(bytes), byteOffset: pendingStart, number: lineNumber, nextOffset: offset }
+          yield { ...decode(bytes), byteOffset: pendingStart, number: lineNumber, nextOffset: offset }
         }
       }
     },
   }
 }
 
-function decode(bytes: Buffer): string {
-  const text = bytes.toString('utf8')
-  return text.endsWith('\r') ? text.slice(0, -1) : text
+// Fatal decoding tells bytes that are not UTF-8 from a real U+FFFD in the text.
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
+
+function decode(bytes: Buffer): { text: string; invalidUtf8?: true } {
+  let text: string
+  let invalid = false
+  try {
+    text = strictUtf8.decode(bytes)
+  } catch {
+    text = bytes.toString('utf8')
+    invalid = true
+  }
+  if (text.endsWith('\r')) text = text.slice(0, -1)
+  return invalid ? { text, invalidUtf8: true } : { text }
 }
 
 /** Why a line cannot be text: a NUL byte or bytes that are not UTF-8. Null when it is fine. */
-export function binaryProblem(text: string): string | null {
-  if (text.includes('\u0000')) return 'binary data (NUL byte)'
-  if (text.includes('\uFFFD')) return 'bytes that are not valid UTF-8'
+export function binaryProblem(line: Line): string | null {
+  if (line.invalidUtf8) return 'bytes that are not valid UTF-8'
+  if (line.text.includes('\u0000')) return 'binary data (NUL byte)'
   return null
 }

@@ -125,7 +125,14 @@ test('binary junk inside a text source stops the read at its line and byte', asy
   const path = join(tmp(), 'junk.tsv')
   writeFileSync(path, Buffer.concat([Buffer.from('id\ttext\ttitle\n1\tok\tA\n'), Buffer.from([0x00, 0xff, 0xfe, 0x09, 0x0a])]))
   await assert.rejects(readAll(await createReader(path, 'dpr-tsv')), (err: Error & { code?: string }) =>
-    err.code === 'AMBIGQA_ERR_SOURCE_MALFORMED' && /junk\.tsv, line 3 \(byte 21\): binary data/.test(err.message))
+    err.code === 'AMBIGQA_ERR_SOURCE_MALFORMED' && /junk\.tsv, line 3 \(byte 21\): bytes that are not valid UTF-8/.test(err.message))
+  const nul = join(tmp(), 'nul.tsv')
+  writeFileSync(nul, 'id\ttext\ttitle\n1\tok\tA\n2\tzero \u0000 byte\tB\n')
+  await assert.rejects(readAll(await createReader(nul, 'dpr-tsv')), /nul\.tsv, line 3 \(byte 21\): binary data \(NUL byte\)/)
+  // A real U+FFFD, validly encoded, is text.
+  const replacement = join(tmp(), 'fffd.tsv')
+  writeFileSync(replacement, 'id\ttext\ttitle\n1\tan \uFFFD in Wikipedia\tA\n')
+  assert.equal((await readAll(await createReader(replacement, 'dpr-tsv'))).passages.length, 1)
 })
 
 test('a truncated gzip source is named with its offset', async () => {

@@ -89,8 +89,9 @@ function fromNqTsv(path: string, text: string): EvalQuestion[] {
     const tab = line.lastIndexOf('\t')
     if (tab === -1) throw ERR_QUESTIONS_FILE(path, `line ${i + 1}`, 'expected question<TAB>answer list')
     let answersField = line.slice(tab + 1).trim()
-    // Some rows are CSV-quoted as a whole, with their inner quotes doubled.
-    if (answersField.startsWith('"') && answersField.endsWith('"')) answersField = answersField.slice(1, -1).replace(/""/g, '"')
+    // Some rows keep CSV's doubled quotes (['""Uma Thurman""']), some are also quoted whole.
+    if (answersField.startsWith('"') && answersField.endsWith('"')) answersField = answersField.slice(1, -1)
+    answersField = answersField.replace(/""/g, '"')
     let answers: string[]
     try {
       answers = parsePythonStringList(answersField)

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import test from 'node:test'
+import { runCli } from './helpers/run-cli.js'
+import { sharedFile } from './helpers/shared-data.js'
+
+const DEMO = resolve(process.cwd(), 'assets', 'demo', 'passages.tsv.gz')
+
+test('--help on the program and on every subcommand', async () => {
+  for (const args of [[], ['index'], ['index', 'build'], ['index', 'stats'], ['search'], ['eval'], ['eval', 'retrieval'], ['bench', 'corpus']]) {
+    const result = await runCli([...args, '--help'])
+    assert.equal(result.code, 0, args.join(' '))
+    assert.match(result.stdout, /Usage: ambigqa/)
+  }
+  const unknown = await runCli(['frobnicate'])
+  assert.notEqual(unknown.code, 0)
+  assert.match(unknown.stderr, /unknown command 'frobnicate'/)
+})
+
+test('the demo corpus shipped in the repo builds a store that answers a question', { timeout: 120_000 }, async () => {
+  const store = join(mkdtempSync(join(tmpdir(), 'demo-')), 'demo')
+  const build = await runCli(['index', 'build', '--source', DEMO, '--store', store, '--json'])
+  assert.equal(build.code, 0, build.stderr)
+  assert.equal(JSON.parse(build.stdout).passages, 5531)
+  const search = await runCli(['search', 'when did the apple i go on sale', '--store', store, '-k', '3', '--json'])
+  assert.equal(search.code, 0, search.stderr)
+  const { hits } = JSON.parse(search.stdout) as { hits: { id: string; title: string; text: string; score: number }[] }
+  assert.equal(hits.length, 3)
+  assert.ok(hits.some((h) => h.id === '4283' && h.text.includes('The Apple I went on sale in July 1976')), JSON.stringify(hits.map((h) => h.title)))
+  assert.ok(hits[0]!.score >= hits[1]!.score && hits[1]!.score >= hits[2]!.score)
+
+  const human = await runCli(['search', 'Who plays the doctor in dexter season 1?', '--store', store])
+  assert.match(human.stdout, /^5 passages for "Who plays the doctor in dexter season 1\?" \(bm25-sqlite/)
+
+  const stats = await runCli(['index', 'stats', '--store', store, '--json'])
+  assert.equal(JSON.parse(stats.stdout).state, 'ready')
+
+  // The retrieval evaluation on NQ-open style questions, with the documented JSON shape.
+  const questions = join(store, '..', 'q.jsonl')
+  writeFileSync(questions, '{"question": "when did the apple i go on sale", "answer": ["July 1976"]}\n{"question": "zzzz qqqq", "answer": ["nothing at all"]}\n')
+  const evaluation = await runCli(['eval', 'retrieval', '--questions', questions, '--store', store, '--k', '1,5', '--json'])
+  assert.equal(evaluation.code, 0, evaluation.stderr)
+  const metrics = JSON.parse(evaluation.stdout)
+  assert.deepEqual(Object.keys(metrics), ['recall', 'coverage', 'n'])
+  assert.equal(metrics.n, 2)
+  assert.deepEqual(Object.keys(metrics.recall), ['1', '5'])
+  assert.equal(metrics.recall['5'], 50)
+  assert.equal(metrics.coverage['5'], 50)
+
+  const badK = await runCli(['eval', 'retrieval', '--questions', questions, '--store', store, '--k', '1,x'])
+  assert.equal(badK.code, 1)
+  assert.match(badK.stderr, /AMBIGQA_ERR_USAGE: --k '1,x' is not a list of positive integers/)
+})
+
+const dev = sharedFile('ambignq/dev_light.json')
+const ids = sharedFile('splits/eval-300.txt')
+test('eval retrieval on eval-300 questions against the demo store (AmbigNQ light + id list)', { skip: dev.skip || ids.skip, timeout: 120_000 }, async () => {
+  const store = join(mkdtempSync(join(tmpdir(), 'demo-')), 'demo')
+  assert.equal((await runCli(['index', 'build', '--source', DEMO, '--store', store])).code, 0)
+  const result = await runCli(['eval', 'retrieval', '--questions', dev.path, '--ids', ids.path, '--store', store, '--json'])
+  assert.equal(result.code, 0, result.stderr)
+  const metrics = JSON.parse(result.stdout)
+  assert.equal(metrics.n, 300)
+  // The demo corpus is what DPR retrieved for these questions: BM25 finds answers for most.
+  assert.ok(metrics.recall['20'] > 70 && metrics.recall['20'] <= metrics.recall['100'])
+  assert.ok(metrics.coverage['20'] <= metrics.recall['20'])
+})
