@@ -12,6 +12,8 @@ export interface SystemRun {
   system: string
   /** Top-k passage ids per question. */
   hits: string[][]
+  /** Scores aligned with hits. */
+  scores: number[][]
   latenciesMs: number[]
   p50: number
   p99: number
@@ -23,15 +25,17 @@ export function runOurBm25(storeDir: string, questions: readonly string[], k: nu
   const retriever = new Bm25SqliteRetriever(PassageStore.openReadOnly(storeDir), { k1: 0.9, b: 0.4 })
   for (const q of questions.slice(0, warmup)) retriever.searchSync(q, k)
   const hits: string[][] = []
+  const scores: number[][] = []
   const latenciesMs: number[] = []
   for (const q of questions) {
     const started = performance.now()
     const found = retriever.searchSync(q, k)
     latenciesMs.push(performance.now() - started)
     hits.push(found.map((p) => p.id))
+    scores.push(found.map((p) => p.score))
   }
   void retriever.close()
-  return { system: 'ours (BM25, SQLite)', hits, latenciesMs, p50: percentile(latenciesMs, 50), p99: percentile(latenciesMs, 99), indexBytes: statSync(join(storeDir, STORE_FILE)).size }
+  return { system: 'ours (BM25, SQLite)', hits, scores, latenciesMs, p50: percentile(latenciesMs, 50), p99: percentile(latenciesMs, 99), indexBytes: statSync(join(storeDir, STORE_FILE)).size }
 }
 
 export async function runLucene(storeDir: string, questions: readonly string[], k: number, workDir: string): Promise<SystemRun> {
@@ -42,6 +46,7 @@ export async function runLucene(storeDir: string, questions: readonly string[], 
     return {
       system: 'Lucene 8.8 (EnglishAnalyzer, BM25 0.9/0.4)',
       hits: result.hits,
+      scores: result.scores,
       latenciesMs: result.latenciesMs,
       p50: result.p50,
       p99: result.p99,
