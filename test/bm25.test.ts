@@ -15,6 +15,9 @@ test('English analysis: possessives, lower case, Lucene stop words, Porter stems
   assert.deepEqual(analyze('U.S.A. 1,000.5 state-of-the-art'), ['u.s.a', '1,000.5', 'state', 'art'])
   assert.deepEqual(analyze('It is not such a thing, and that was then'), ['thing'])
   assert.deepEqual(analyze('Wilhelm Röntgen'), ['wilhelm', 'röntgen'])
+  // As Lucene's StandardTokenizer: one token per ideograph, middle dots inside words,
+  // superscripts and fractions outside them, and İ lower-cased to i.
+  assert.deepEqual(analyze('紅軍長征 n·m 12 km² 2½ İlyasova'), ['紅', '軍', '長', '征', 'n·m', '12', 'km', '2', 'ilyasova'])
 })
 
 test('length norms round-trip as Lucene 8 SmallFloat.intToByte4 does', () => {
