@@ -55,11 +55,15 @@ export async function buildIndex(options: BuildOptions): Promise<BuildReport> {
   try {
     for (const spec of options.sources) await ingestSource(store, spec, options, report)
     const pending = (store.db.prepare('SELECT max(rowid) AS n FROM passages').get() as { n: number | null }).n ?? 0
-    const progress = new Progress({ label: 'indexing', unit: 'passages', log })
-    indexPendingPassages(store, options.segmentSize, ({ indexed, total }) => {
-      progress.update(indexed)
-      if (indexed === total && total > 0) progress.done(indexed)
+    const progress = new Progress({ label: 'indexing', unit: 'passages', log, fraction: () => (total > 0 ? done / total : undefined) })
+    let done = 0
+    let total = 0
+    const indexed = await indexPendingPassages(store, { segmentSize: options.segmentSize, workers: options.workers }, (p) => {
+      done = p.indexed
+      total = p.total
+      progress.update(done)
     })
+    if (indexed > 0) progress.done(indexed)
     if (pending === 0) throw ERR_SOURCE_EMPTY(options.sources.map((s) => s.path).join(', '))
     store.setState('ready')
     report.passages = store.count()

@@ -1,17 +1,12 @@
-// Builds the BM25 inverted index of a store in segments of consecutive passages, each written
-// in one transaction: an interrupted indexing run resumes at the first missing segment.
-import { termFrequencies } from './english-analyzer.js'
-import { lengthToNorm } from './lucene-norms.js'
-import type { PassageStore } from './passage-store.js'
-import { VarintWriter } from './varint.js'
+// Builds the BM25 inverted index of a store in segments of consecutive passages. Segments are
+// built on worker threads and written strictly in order, each in one transaction, so an
+// interrupted indexing run resumes at the first missing segment.
+import { join } from 'node:path'
+import { createJobRunner, orderedMap } from '../src/worker-pool.js'
+import { STORE_FILE, type PassageStore } from './passage-store.js'
+import type { SegmentData } from './segment-builder.js'
+import { runSegmentJob, type SegmentJob } from './segment-worker.js'
 
-export const FIELDS = ['title', 'text'] as const
-export type Field = (typeof FIELDS)[number]
-
-interface TermPostings {
-  docs: number[]
-  tfs: number[]
-}
 
 export interface IndexProgress {
   indexed: number
@@ -19,66 +14,47 @@ export interface IndexProgress {
 }
 
 /** Indexes every passage not yet in a segment. Returns how many it indexed. */
-export function indexPendingPassages(
+export async function indexPendingPassages(
   store: PassageStore,
-  segmentSize: number,
+  options: { segmentSize: number; workers: number },
   onProgress: (progress: IndexProgress) => void = () => {},
-): number {
+): Promise<number> {
   const db = store.db
-  const last = (db.prepare('SELECT max(last_rowid) AS n FROM segments').get() as { n: number | null }).n ?? 0
-  const maxRowid = (db.prepare('SELECT max(rowid) AS n FROM passages').get() as { n: number | null }).n ?? 0
+  const one = (sql: string) => (db.prepare(sql).get() as { n: number | null }).n
+  const last = one('SELECT max(last_rowid) AS n FROM segments') ?? 0
+  const maxRowid = one('SELECT max(rowid) AS n FROM passages') ?? 0
   const total = maxRowid - last
-  const select = db.prepare('SELECT rowid, title, text FROM passages WHERE rowid BETWEEN ? AND ? ORDER BY rowid')
+  if (total <= 0) return 0
+  const jobs: SegmentJob[] = []
+  const dbPath = join(store.dir, STORE_FILE)
+  for (let first = last + 1; first <= maxRowid; first += options.segmentSize) {
+    jobs.push({ dbPath, first, last: Math.min(first + options.segmentSize - 1, maxRowid) })
+  }
+  // One worker per core is enough; with a single segment the calling thread does it.
+  const workers = jobs.length > 1 ? Math.min(options.workers, jobs.length) : 0
+  const runner = createJobRunner<SegmentJob, SegmentData>(new URL('./segment-worker.js', import.meta.url), workers, (job) => runSegmentJob(job, db), 'indexing')
   const insertSegment = db.prepare(
     `INSERT INTO segments (seg, first_rowid, last_rowid, title_norms, text_norms, title_docs, text_docs, title_terms, text_terms)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   )
   const insertPostings = db.prepare('INSERT INTO postings (term, field, seg, df, data) VALUES (?, ?, ?, ?, ?)')
-  const nextSeg = () => ((db.prepare('SELECT max(seg) AS n FROM segments').get() as { n: number | null }).n ?? -1) + 1
-
-  let indexed = 0
-  for (let first = last + 1; first <= maxRowid; first += segmentSize) {
-    const end = Math.min(first + segmentSize - 1, maxRowid)
-    const span = end - first + 1
-    const postings = FIELDS.map(() => new Map<string, TermPostings>())
-    const norms = FIELDS.map(() => new Uint8Array(span))
-    const docs = [0, 0]
-    const terms = [0, 0]
-    for (const row of select.iterate(first, end) as Iterable<{ rowid: number; title: string; text: string }>) {
-      FIELDS.forEach((field, f) => {
-        const { tf, length } = termFrequencies(row[field])
-        if (length === 0) return
-        docs[f]! += 1
-        terms[f]! += length
-        norms[f]![row.rowid - first] = lengthToNorm(length)
-        const map = postings[f]!
-        for (const [term, count] of tf) {
-          let list = map.get(term)
-          if (!list) map.set(term, (list = { docs: [], tfs: [] }))
-          list.docs.push(row.rowid)
-          list.tfs.push(count)
-        }
-      })
-      indexed += 1
-      if (indexed % 10_000 === 0) onProgress({ indexed, total })
+  const write = db.transaction((s: SegmentData) => {
+    const seg = (one('SELECT max(seg) AS n FROM segments') ?? -1) + 1
+    insertSegment.run(seg, s.first, s.last, Buffer.from(s.norms[0]), Buffer.from(s.norms[1]), s.docs[0], s.docs[1], s.terms[0], s.terms[1])
+    const data = Buffer.from(s.postingData.buffer, s.postingData.byteOffset, s.postingData.byteLength)
+    for (let i = 0; i < s.postingTerms.length; i++) {
+      insertPostings.run(s.postingTerms[i], s.postingFields[i], seg, s.postingDfs[i], data.subarray(s.postingOffsets[i], s.postingOffsets[i + 1]))
     }
-    const writer = new VarintWriter()
-    db.transaction(() => {
-      const seg = nextSeg()
-      insertSegment.run(seg, first, end, Buffer.from(norms[0]!), Buffer.from(norms[1]!), docs[0], docs[1], terms[0], terms[1])
-      postings.forEach((map, f) => {
-        for (const [term, list] of map) {
-          let previous = first - 1
-          for (let i = 0; i < list.docs.length; i++) {
-            writer.write(list.docs[i]! - previous)
-            writer.write(list.tfs[i]!)
-            previous = list.docs[i]!
-          }
-          insertPostings.run(term, f, seg, list.docs.length, writer.take())
-        }
-      })
-    })()
-    onProgress({ indexed, total })
+  })
+  let indexed = 0
+  try {
+    for await (const segment of orderedMap(jobs, (job) => runner.run(job), Math.max(1, workers) + 1)) {
+      write(segment)
+      indexed += segment.last - segment.first + 1
+      onProgress({ indexed, total })
+    }
+  } finally {
+    await runner.close()
   }
   return indexed
 }

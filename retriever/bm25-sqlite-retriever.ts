@@ -3,7 +3,7 @@
 // title and text fields, as a Lucene BooleanQuery of per-field term queries does.
 import { ERR_USAGE } from '../src/errors.js'
 import { analyze } from './english-analyzer.js'
-import { FIELDS } from './bm25-index-writer.js'
+import { FIELDS } from './segment-builder.js'
 import { LENGTH_TABLE } from './lucene-norms.js'
 import type { PassageStore } from './passage-store.js'
 import type { RetrievedPassage, Retriever } from './retriever.js'
