@@ -71,14 +71,16 @@ async function* bunzip(path: string, input: AsyncIterable<Buffer>, offset: () =>
       : `corrupt bzip2 data in the block before this offset (${failure.message})`
     throw ERR_SOURCE_TRUNCATED.withCause(failure, path, `byte ${offset()}`, problem)
   }
+  // What was decoded before a failure is good data: hand it on first, so the pages before a
+  // bad spot are still read.
   for await (const chunk of input) {
     decoder.write(chunk)
-    check(false)
     yield* output.splice(0)
+    check(false)
   }
   decoder.end()
-  check(true)
   yield* output.splice(0)
+  check(true)
 }
 
 function firstBytes(path: string, n: number): string {

@@ -75,6 +75,8 @@ function scrubResidue(text: string): string {
   text = text.replace(/\{\{|\}\}|\{\||\|\}|\[\[|\]\]/g, ' ')
   text = text.replace(/<\/?[a-zA-Z][^<>]*>/g, ' ')
   text = text.replace(/^ \* /gm, '')
+  // Bold/italic quote runs wtf leaves when a run spans lines or holds odd punctuation.
+  text = text.replace(/'{2,}/g, '')
   return text
     .replace(/[ \t\u00a0]+/g, ' ')
     .replace(/ ?\n ?/g, '\n')
