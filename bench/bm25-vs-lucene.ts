@@ -17,7 +17,10 @@ export interface SystemRun {
   latenciesMs: number[]
   p50: number
   p99: number
+  /** The inverted index alone (for us: postings and norms, without the passage text). */
   indexBytes: number
+  /** Everything on disk, passage text included, where that differs. */
+  storeBytes?: number
   indexSeconds?: number
 }
 
@@ -34,8 +37,15 @@ export function runOurBm25(storeDir: string, questions: readonly string[], k: nu
     hits.push(found.map((p) => p.id))
     scores.push(found.map((p) => p.score))
   }
+  const store = PassageStore.openReadOnly(storeDir)
+  const bytes = (sql: string) => (store.db.prepare(sql).get() as { n: number | null }).n ?? 0
+  const indexBytes = bytes('SELECT sum(length(term) + length(data) + 12) AS n FROM postings') + bytes('SELECT sum(length(title_norms) + length(text_norms)) AS n FROM segments')
+  store.close()
   void retriever.close()
-  return { system: 'ours (BM25, SQLite)', hits, scores, latenciesMs, p50: percentile(latenciesMs, 50), p99: percentile(latenciesMs, 99), indexBytes: statSync(join(storeDir, STORE_FILE)).size }
+  return {
+    system: 'ours (BM25, SQLite)', hits, scores, latenciesMs, p50: percentile(latenciesMs, 50), p99: percentile(latenciesMs, 99),
+    indexBytes, storeBytes: statSync(join(storeDir, STORE_FILE)).size,
+  }
 }
 
 export async function runLucene(storeDir: string, questions: readonly string[], k: number, workDir: string): Promise<SystemRun> {

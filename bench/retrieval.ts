@@ -35,10 +35,10 @@ store.close()
 const fmt = (x: number) => x.toFixed(1).padStart(6)
 console.log(`eval-300: ${questions.length} questions, ${build.passages.toLocaleString('en-US')} passages; ` +
   `our build ${build.seconds.toFixed(1)} s (${build.added > 0 ? Math.round(build.added / build.seconds) + ' passages/s' : 'store reused; --rebuild to time it'})`)
-console.log(`${'system'.padEnd(44)}${KS.map((k) => `  R@${k}`.padStart(6)).join('')}${KS.map((k) => `  C@${k}`.padStart(6)).join('')}   p50 ms   p99 ms  index MB  index s`)
+console.log(`${'system'.padEnd(44)}${KS.map((k) => `  R@${k}`.padStart(6)).join('')}${KS.map((k) => `  C@${k}`.padStart(6)).join('')}   p50 ms   p99 ms  index MB  store MB  index s`)
 for (const { run, metrics } of rows) {
   console.log(`${run.system.padEnd(44)}${KS.map((k) => fmt(metrics.recall[k]!)).join('')}${KS.map((k) => fmt(metrics.coverage[k]!)).join('')}` +
-    `${run.p50.toFixed(2).padStart(9)}${run.p99.toFixed(2).padStart(9)}${(run.indexBytes / 2 ** 20).toFixed(1).padStart(10)}` +
+    `${run.p50.toFixed(2).padStart(9)}${run.p99.toFixed(2).padStart(9)}${(run.indexBytes / 2 ** 20).toFixed(1).padStart(10)}${(run.storeBytes !== undefined ? (run.storeBytes / 2 ** 20).toFixed(1) : '-').padStart(10)}` +
     `${(run.indexSeconds ?? (build.added > 0 ? build.seconds : NaN)).toFixed(1).padStart(9)}`)
 }
 const agree = agreement(runs[0]!, runs[1]!, 20)

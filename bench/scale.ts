@@ -40,8 +40,8 @@ const { questions: questionsFile, ids } = eval300Questions(values.data!)
 const questions = loadQuestions(questionsFile, loadIdList(ids)).map((q) => q.question)
 const ours = runOurBm25(storeDir, questions, 100)
 const lucene = await runLucene(storeDir, questions, 100, join(out, `lucene-synthetic-${count}`))
-console.log(`${'system'.padEnd(44)}   p50 ms   p99 ms  index MB  index s  passages/s`)
+console.log(`${'system'.padEnd(44)}   p50 ms   p99 ms  index MB  store MB  index s  passages/s`)
 for (const [run, seconds] of [[ours, build.seconds], [lucene, lucene.indexSeconds!]] as const) {
-  console.log(`${run.system.padEnd(44)}${run.p50.toFixed(2).padStart(9)}${run.p99.toFixed(2).padStart(9)}${(run.indexBytes / 2 ** 20).toFixed(0).padStart(10)}` +
+  console.log(`${run.system.padEnd(44)}${run.p50.toFixed(2).padStart(9)}${run.p99.toFixed(2).padStart(9)}${(run.indexBytes / 2 ** 20).toFixed(0).padStart(10)}${(run.storeBytes !== undefined ? (run.storeBytes / 2 ** 20).toFixed(0) : '-').padStart(10)}` +
     `${seconds.toFixed(1).padStart(9)}${Math.round(count / seconds).toLocaleString('en-US').padStart(12)}`)
 }

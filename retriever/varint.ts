@@ -1,4 +1,5 @@
-// Postings are (doc delta, term frequency) pairs as LEB128 varints: small, and fast to decode.
+// Postings are (doc delta, term frequency) pairs as LEB128 varints: small, and fast to decode
+// (the decoder is inlined in the BM25 retriever's scoring loop).
 
 export class VarintWriter {
   private buffer = Buffer.allocUnsafe(1024)
@@ -25,31 +26,5 @@ export class VarintWriter {
     const out = Buffer.from(this.buffer.subarray(0, this.size))
     this.size = 0
     return out
-  }
-}
-
-/** Calls visit(doc, tf) for each posting of a block whose doc ids start after `base`. */
-export function decodePostings(data: Uint8Array, base: number, visit: (doc: number, tf: number) => void): void {
-  let doc = base
-  let i = 0
-  const n = data.length
-  while (i < n) {
-    let delta = 0
-    let shift = 0
-    let byte: number
-    do {
-      byte = data[i++]!
-      delta |= (byte & 0x7f) << shift
-      shift += 7
-    } while (byte & 0x80)
-    let tf = 0
-    shift = 0
-    do {
-      byte = data[i++]!
-      tf |= (byte & 0x7f) << shift
-      shift += 7
-    } while (byte & 0x80)
-    doc += delta
-    visit(doc, tf)
   }
 }
