@@ -144,10 +144,28 @@ export const ERR_SOURCE_CHANGED = createError(
     `Delete ${dir} and build again`,
 )
 
+/** A predictions file for `ambigqa score` that cannot be scored; `problem` names the ids or the JSON position. */
+export const ERR_PREDICTIONS_INVALID = createError(
+  'PREDICTIONS_INVALID',
+  400,
+  (source: string, problem: string) =>
+    `predictions ${source}: ${problem}. Give a JSON object mapping every reference id to a non-empty list ` +
+    `of answer strings, or of {"question", "answer"} objects`,
+)
+
+/** An AmbigNQ reference file that is not the official JSON list of questions with annotations. */
+export const ERR_REFERENCE_INVALID = createError(
+  'REFERENCE_INVALID',
+  400,
+  (source: string, problem: string) =>
+    `reference ${source}: ${problem}. Give an AmbigNQ JSON file (a list of {id, question, annotations})`,
+)
+
 /** Every factory in the catalogue, for tests that check codes are unique and well formed. */
 export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_USAGE, ERR_CONFIG_INVALID, ERR_CONFIG_FILE, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_EMPTY,
   ERR_SOURCE_FORMAT_UNKNOWN, ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED, ERR_STORE_NOT_FOUND,
   ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_QUESTIONS_FILE, ERR_DATA_MISSING,
   ERR_INTERNAL, ERR_SOURCE_CHANGED,
+  ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID,
 ] as unknown as readonly ErrorFactory<never[]>[]

@@ -35,6 +35,9 @@ interface ScanContext {
 
 interface Rule {
   name: string
+  /** A character the main part of any match must contain (a fast pre-check on the run of
+   *  non-space characters at the position; only for rules whose main part has no space). */
+  needs?: number
   /** For rules whose alternatives nest (URLs, hyphenated words): the characters a match can hold,
    *  to search for the longest match rather than the first one the regex engine finds. */
   extent?: RegExp
@@ -263,6 +266,16 @@ function rule(name: string, source: string | string[], act: Action, trail?: stri
   return { name, res, act }
 }
 
+/** The same rule, skipped unless the run of non-space characters at the position has a `chars` character. */
+function needing(chars: string, r: Rule): Rule {
+  let index = NEEDS.findIndex((re) => re.source === `[${chars}]`)
+  if (index < 0) index = NEEDS.push(new RegExp(`[${chars}]`)) - 1
+  return { ...r, needs: index }
+}
+/** The distinct pre-check classes, tested once per position. */
+const NEEDS: RegExp[] = []
+const APOSTROPHES = "'`\\u0091\\u0092\\u2018\\u2019\\u201B&"
+
 /** A rule (without trailing context) whose longest match is searched for within `extent`. */
 function longestRule(name: string, source: string, act: Action, extent: string): Rule {
   return {
@@ -294,39 +307,39 @@ const RULES: Rule[] = [
   rule('SPMDASH', SPMDASH, () => ({ token: '--' })),
   rule('SPAMP', SPAMP, (t) => ({ token: normalizeAmp(t) })),
   rule('SPPUNC', SPPUNC, keep),
-  rule('WORD/REDAUX', WORD, soft, REDAUX),
-  rule('SWORD/SREDAUX', SWORD, soft, SREDAUX),
+  needing(APOSTROPHES, rule('WORD/REDAUX', WORD, soft, REDAUX)),
+  needing(APOSTROPHES, rule('SWORD/SREDAUX', SWORD, soft, SREDAUX)),
   rule('WORD', WORD, soft),
-  rule('APOWORD', APOWORD, keep),
-  rule('APOWORD2', `[yY]${APOS}`, keep, PLETTER),
-  rule('FULLURL', FULLURL, keep),
-  longestRule('LIKELYURL', LIKELYURL, keep, '[^ \\t\\n\\f\\r"<>|]'),
-  rule('EMAIL', EMAIL, keep),
+  needing(APOSTROPHES, rule('APOWORD', APOWORD, keep)),
+  needing(APOSTROPHES, rule('APOWORD2', `[yY]${APOS}`, keep, PLETTER)),
+  needing(':', rule('FULLURL', FULLURL, keep)),
+  needing('.', longestRule('LIKELYURL', LIKELYURL, keep, '[^ \\t\\n\\f\\r"<>|]')),
+  needing('@', rule('EMAIL', EMAIL, keep)),
   rule('TWITTER', TWITTER, keep),
-  rule('REDAUX/nonletter', REDAUX, quotes(false), '[^A-Za-z]'),
-  rule('SREDAUX', SREDAUX, quotes(false)),
+  needing(APOSTROPHES, rule('REDAUX/nonletter', REDAUX, quotes(false), '[^A-Za-z]')),
+  needing(APOSTROPHES, rule('SREDAUX', SREDAUX, quotes(false))),
   rule('DATE', DATE, keep),
   rule('NUMBER', NUMBER, soft),
   rule('SUBSUPNUM', SUBSUPNUM, keep),
   rule('FRAC', FRAC, (t) => ({ token: nbsp(t) })),
   rule('FRAC2', FRAC2, (t) => ({ token: normalizeFractions(t) })),
   rule('TBSPEC', TBSPEC, (t) => ({ token: normalizeAmp(t) })),
-  rule('THING3', THING3, keep),
+  needing('/', rule('THING3', THING3, keep)),
   rule('DOLSIGN', DOLSIGN, keep),
   rule('DOLSIGN2', DOLSIGN2, (t) => ({ token: normalizeCurrency(t) })),
-  rule('ACRONYM/sentence', ACRONYM, acronymSentenceEnd, `${SPACENL}+${ACRONYM_FOLLOW}${SPACENL}`),
-  rule('ABBREV3/digit', ABBREV3, keep, `${SPACENL}?${DIGIT}`),
-  rule('PTY/LTD', `(?:[pP][tT][eyEY]|[cC][oO])\\.`, keep, `${SPACE_CLASS}${ciAlt('ltd|lim')}`),
-  rule('ABBREV1/sentend', ABBREV1, abbrevSentenceEnd, `${SPACENL}(?:${SPACENL}|\\p{Uppercase}|${SGML})`),
-  rule('ABBREV1/any2', ABBREV1, keep, '[\\s\\S]{2}'),
+  needing('.', rule('ACRONYM/sentence', ACRONYM, acronymSentenceEnd, `${SPACENL}+${ACRONYM_FOLLOW}${SPACENL}`)),
+  needing('.', rule('ABBREV3/digit', ABBREV3, keep, `${SPACENL}?${DIGIT}`)),
+  needing('.', rule('PTY/LTD', `(?:[pP][tT][eyEY]|[cC][oO])\\.`, keep, `${SPACE_CLASS}${ciAlt('ltd|lim')}`)),
+  needing('.', rule('ABBREV1/sentend', ABBREV1, abbrevSentenceEnd, `${SPACENL}(?:${SPACENL}|\\p{Uppercase}|${SGML})`)),
+  needing('.', rule('ABBREV1/any2', ABBREV1, keep, '[\\s\\S]{2}')),
   // Only at the end of the input: taken as a sentence end.
-  rule('ABBREV1', ABBREV1, abbrevSentenceEnd),
-  rule('ABBREV2', ABBREV2, keep),
+  needing('.', rule('ABBREV1', ABBREV1, abbrevSentenceEnd)),
+  needing('.', rule('ABBREV2', ABBREV2, keep)),
   rule('ABBREV4/space', ABBREV4, keep, SPACE_CLASS),
   rule('ACRO/spacenl', ACRO, keep, SPACENL),
   rule('TBSPEC2/spacenl', TBSPEC2, keep, SPACENL),
-  rule('FILENAME', FILENAME, keep, `${SPACENL}|[.?!,]`),
-  rule('WORD./insentp', `${WORD}\\.`, soft, INSENTP),
+  needing('.', rule('FILENAME', FILENAME, keep, `${SPACENL}|[.?!,]`)),
+  needing('.', rule('WORD./insentp', `${WORD}\\.`, soft, INSENTP)),
   rule('PHONE', PHONE, (t) => ({ token: nbsp(t).replace(/\(/g, '-LRB-').replace(/\)/g, '-RRB-') })),
   rule('DBLQUOT/left', DBLQUOT, quotes(true), `[A-Za-z0-9$]`),
   rule('DBLQUOT', DBLQUOT, quotes(false)),
@@ -355,11 +368,11 @@ const RULES: Rule[] = [
   rule('PERIOD', '[.¡¿\\u037E\\u0589\\u061F\\u06D4\\u0700-\\u0702\\u07FA]', keep),
   rule('EQUALS', '=', keep),
   rule('SLASH', '\\/', keep),
-  rule('HTHING./insentp', `${HTHING}\\.`, soft, INSENTP),
-  longestRule('HTHING', HTHING, soft, '[A-Za-z0-9.,\\u00AD\\-]'),
-  rule('THING./insentp', `${THING}\\.`, keep, INSENTP),
+  needing('.', rule('HTHING./insentp', `${HTHING}\\.`, soft, INSENTP)),
+  needing('-', longestRule('HTHING', HTHING, soft, '[A-Za-z0-9.,\\u00AD\\-]')),
+  needing('.', rule('THING./insentp', `${THING}\\.`, keep, INSENTP)),
   rule('THING', THING, keep),
-  rule('THINGA./insentp', `${THINGA}\\.`, (t) => ({ token: normalizeAmp(t) }), INSENTP),
+  needing('.', rule('THINGA./insentp', `${THINGA}\\.`, (t) => ({ token: normalizeAmp(t) }), INSENTP)),
   rule('THINGA', THINGA, (t) => ({ token: normalizeAmp(t) })),
   rule('QUOTE/left', "'", quotes(true), '[A-Za-z][^ \\t\\n\\r\\u00A0]'),
   rule('REDAUX', REDAUX, quotes(false)),
@@ -370,6 +383,7 @@ const RULES: Rule[] = [
 ]
 
 const NEWLINE_RE = new RegExp(NEWLINE, 'uy')
+const NONSPACE_RUN = /[^ \t\n\r\f]*/y
 
 /**
  * Tokenizes lines the way `PTBTokenizer -preserveLines` tokenizes a file of them: one token list per
@@ -394,7 +408,11 @@ export function ptbTokenizeLines(lines: readonly string[], options: PtbOptions =
     let best: Rule | undefined
     let bestTotal = 0
     let bestText = ''
+    NONSPACE_RUN.lastIndex = pos
+    const run = NONSPACE_RUN.exec(text)?.[0] ?? ''
+    const has = NEEDS.map((re) => re.test(run))
     for (const r of RULES) {
+      if (r.needs !== undefined && !has[r.needs]) continue
       for (const re of r.res) {
         re.lastIndex = pos
         const m = re.exec(text)
