@@ -5,6 +5,7 @@ import { registerIndexCommands } from './index-commands.js'
 import { registerSearchCommand } from './search-command.js'
 import { registerEvalCommands } from './eval-commands.js'
 import { registerBenchCommands } from './bench-commands.js'
+import { registerScoreCommand } from './score-command.js'
 
 export function buildProgram(): Command {
   const program = new Command('ambigqa')
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
   registerSearchCommand(program)
   registerEvalCommands(program)
   registerBenchCommands(program)
+  registerScoreCommand(program)
   return program
 }
 
