@@ -11,7 +11,9 @@ export interface PageConverter {
   close(): Promise<void>
 }
 
-/** `workers` < 1 converts on the calling thread (same results, no parallelism). */
+/** `workers` < 1 converts on the calling thread, with no parallelism. Results match the
+ * worker path except on pathologically nested pages, where the main thread's smaller stack
+ * can overflow (a bad record) where a worker's 4 MB stack does not. */
 export function createPageConverter(workers: number): PageConverter {
   if (workers < 1) {
     return { convert: async (job) => convertPage(job), close: async () => {} }
