@@ -1,6 +1,7 @@
 // `ambigqa index build`: sources → passages in the store → BM25 segments → state 'ready'.
 // Each batch of passages is committed together with the source position after it, so a build
 // killed at any moment resumes where its last commit ended and adds nothing twice.
+import { createHash } from 'node:crypto'
 import { readdirSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { ERR_SOURCE_CHANGED, ERR_SOURCE_EMPTY } from '../src/errors.js'
@@ -175,9 +176,10 @@ async function ingestSource(store: PassageStore, spec: SourceSpec, options: Buil
 function fingerprintOf(path: string): string {
   const stats = statSync(path)
   if (!stats.isDirectory()) return `${stats.size}:${Math.round(stats.mtimeMs)}`
-  const entries = readdirSync(path).sort().map((name) => {
+  const hash = createHash('sha256')
+  for (const name of readdirSync(path).sort()) {
     const s = statSync(join(path, name))
-    return `${name}:${s.size}:${Math.round(s.mtimeMs)}`
-  })
-  return entries.join('|')
+    hash.update(`${name}:${s.size}:${Math.round(s.mtimeMs)}\n`)
+  }
+  return `dir:${hash.digest('hex')}`
 }
