@@ -10,7 +10,9 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { buildIndex } from '../index/build-index.js'
 import { openDumpInput } from '../index/dump-input.js'
+import { silentLogger } from '../src/log.js'
 import { readMediaWikiPages } from '../index/mediawiki-pages.js'
 import { createMediaWikiXmlReader } from '../index/mediawiki-xml-reader.js'
 import { realArticles, writeMediaWikiDump, writeMediaWikiDumpMultistream, type DumpArticle } from '../test/helpers/make-dump.js'
@@ -75,6 +77,13 @@ try {
       row(`reader ${label}, workers ${workers}`, s,
         `${passages} passages, ${(passages / s).toFixed(0)} passages/s, ${(xmlMB / s).toFixed(2)} MB/s XML${compressed}`)
     }
+  }
+  // The whole `ambigqa index build` (read, convert, store, index) from the multistream dump.
+  {
+    const start = performance.now()
+    const report = await buildIndex({ store: join(dir, 'store'), sources: [{ path: bz2 }], onError: 'fail', batchSize: 2000, segmentSize: 200_000, workers: 2, log: silentLogger })
+    const s = seconds(start)
+    row('index build .xml.bz2, workers 2', s, `${report.passages} passages, ${(report.passages / s).toFixed(0)} passages/s end to end`)
   }
 } finally {
   rmSync(dir, { recursive: true, force: true })
