@@ -1,25 +1,10 @@
 // EDIT-F1 of the AmbigQA evaluation (docs/evaluation.md): how well the edits that turn the prompt
 // question into a predicted question match the edits that turn it into a gold question.
+import { greedyF1 } from './greedy-f1.js'
 
 /** Greedy one-to-one matching F1 with plain equality (get_f1 with `is_equal = x == y`). */
 export function multisetF1(golds: readonly string[], preds: readonly string[]): number {
-  if (golds.length === 0 || preds.length === 0) return 0
-  const used = new Array<boolean>(preds.length).fill(false)
-  let matched = 0
-  for (const g of golds) {
-    for (let j = 0; j < preds.length; j++) {
-      if (used[j]) continue
-      if (preds[j] === g) {
-        used[j] = true
-        matched++
-        break
-      }
-    }
-  }
-  const a = matched / golds.length
-  const b = matched / preds.length
-  if (a + b === 0) return 0
-  return (2 * a * b) / (a + b)
+  return greedyF1(golds, preds, (g, p) => g === p)
 }
 
 /**

@@ -13,6 +13,7 @@ import { bleuScores } from './bleu.js'
 import { editF1 } from './edit-f1.js'
 import { normalizeAnswer, pyStrip } from './normalize-answer.js'
 import { cocoTokenizeLines } from './ptb-tokenize.js'
+import { greedyF1 } from './greedy-f1.js'
 
 // ---------------------------------------------------------------------------------------------
 // Types
@@ -276,25 +277,8 @@ export function loadPredictions(path: string, reference: readonly AmbigNqRecord[
  * order (for each gold, the first unused prediction that exact-matches one of its aliases).
  */
 export function answerSetF1(golds: readonly (readonly string[])[], preds: readonly string[]): number {
-  if (golds.length === 0 || preds.length === 0) return 0
-  const predNorm = preds.map(normalizeAnswer)
-  const used = new Array<boolean>(preds.length).fill(false)
-  let matched = 0
-  for (const aliases of golds) {
-    const goldNorm = new Set(aliases.map(normalizeAnswer))
-    for (let j = 0; j < preds.length; j++) {
-      if (used[j]) continue
-      if (goldNorm.has(predNorm[j] ?? '')) {
-        used[j] = true
-        matched++
-        break
-      }
-    }
-  }
-  const a = matched / golds.length
-  const b = matched / preds.length
-  if (a + b === 0) return 0
-  return (2 * a * b) / (a + b)
+  const goldSets = golds.map((aliases) => new Set(aliases.map(normalizeAnswer)))
+  return greedyF1(goldSets, preds.map(normalizeAnswer), (aliases, pred) => aliases.has(pred))
 }
 
 /** The normalized, PTB-tokenized question texts the question metrics compare. */
