@@ -67,3 +67,14 @@ test('eval retrieval on eval-300 questions against the demo store (AmbigNQ light
   assert.ok(metrics.recall['20'] > 70 && metrics.recall['20'] <= metrics.recall['100'])
   assert.ok(metrics.coverage['20'] <= metrics.recall['20'])
 })
+
+const corpus = sharedFile('corpus')
+test('bench corpus builds eval-300 from every shared passage file and SQuAD', { skip: corpus.skip, timeout: 300_000 }, async () => {
+  const store = join(mkdtempSync(join(tmpdir(), 'eval300-')), 'store')
+  const result = await runCli(['bench', 'corpus', '--store', store])
+  assert.equal(result.code, 0, result.stderr)
+  assert.match(result.stdout, /eval-300 corpus at .*: 33,087 passages/)
+  const stats = JSON.parse((await runCli(['index', 'stats', '--store', store, '--json'])).stdout)
+  assert.deepEqual(stats.sources.map((s: { format: string }) => s.format), ['dpr-tsv', 'dpr-tsv', 'jsonl', 'jsonl', 'qa-feedback', 'wikitext-dir', 'squad', 'squad'])
+  assert.ok(stats.sources.every((s: { done: boolean; passages: number }) => s.done && s.passages > 0))
+})
