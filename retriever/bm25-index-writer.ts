@@ -37,13 +37,15 @@ export async function indexPendingPassages(
     `INSERT INTO segments (seg, first_rowid, last_rowid, title_norms, text_norms, title_docs, text_docs, title_terms, text_terms)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   )
-  const insertPostings = db.prepare('INSERT INTO postings (term, field, seg, df, data) VALUES (?, ?, ?, ?, ?)')
+  const insertPostings = db.prepare('INSERT INTO postings (term, field, seg, df, data, skips) VALUES (?, ?, ?, ?, ?, ?)')
   const write = db.transaction((s: SegmentData) => {
     const seg = (one('SELECT max(seg) AS n FROM segments') ?? -1) + 1
     insertSegment.run(seg, s.first, s.last, Buffer.from(s.norms[0]), Buffer.from(s.norms[1]), s.docs[0], s.docs[1], s.terms[0], s.terms[1])
     const data = Buffer.from(s.postingData.buffer, s.postingData.byteOffset, s.postingData.byteLength)
+    const skips = Buffer.from(s.skipData.buffer, s.skipData.byteOffset, s.skipData.byteLength)
     for (let i = 0; i < s.postingTerms.length; i++) {
-      insertPostings.run(s.postingTerms[i], s.postingFields[i], seg, s.postingDfs[i], data.subarray(s.postingOffsets[i], s.postingOffsets[i + 1]))
+      const skip = s.skipOffsets[i] === s.skipOffsets[i + 1] ? null : skips.subarray(s.skipOffsets[i], s.skipOffsets[i + 1])
+      insertPostings.run(s.postingTerms[i], s.postingFields[i], seg, s.postingDfs[i], data.subarray(s.postingOffsets[i], s.postingOffsets[i + 1]), skip)
     }
   })
   let indexed = 0

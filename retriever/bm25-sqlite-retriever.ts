@@ -1,6 +1,11 @@
 // BM25 over the store's own inverted index, scored as Lucene 8 scores it (same idf, same
 // one-byte length norms, k1 and b chosen at query time): a term's score is summed over the
 // title and text fields, as a Lucene BooleanQuery of per-field term queries does.
+//
+// Query evaluation is term at a time with MaxScore pruning: posting lists go from the highest
+// weight down, and once the lists left cannot lift an unseen passage into the top k, they only
+// update the passages that still can, decoding just the blocks of the lists that hold them.
+// The result is exactly the exhaustive one.
 import { ERR_USAGE } from '../src/errors.js'
 import { analyze } from './english-analyzer.js'
 import { FIELDS } from './segment-builder.js'
@@ -11,6 +16,14 @@ import type { RetrievedPassage, Retriever } from './retriever.js'
 export interface Bm25Parameters {
   k1: number
   b: number
+}
+
+/** One (term, field) posting list: a block per segment. */
+interface TermList {
+  /** Its BM25 weight (repeats × idf): an upper bound on what it adds to any passage. */
+  weight: number
+  field: FieldStats
+  blocks: { base: number; last: number; data: Buffer; skips: Buffer | null }[]
 }
 
 interface FieldStats {
@@ -26,7 +39,7 @@ export class Bm25SqliteRetriever implements Retriever {
   readonly name = 'bm25-sqlite'
   private readonly store: PassageStore
   private readonly fields: FieldStats[]
-  private readonly segmentBase: Map<number, number>
+  private readonly segments: Map<number, { base: number; last: number }>
   private readonly postingsStatement
   private readonly scores: Float64Array
   private readonly touched: Int32Array
@@ -38,7 +51,7 @@ export class Bm25SqliteRetriever implements Retriever {
       title_docs: number; text_docs: number; title_terms: number; text_terms: number
     }[]
     const maxRowid = segments.reduce((max, s) => Math.max(max, s.last_rowid), 0)
-    this.segmentBase = new Map(segments.map((s) => [s.seg, s.first_rowid - 1]))
+    this.segments = new Map(segments.map((s) => [s.seg, { base: s.first_rowid - 1, last: s.last_rowid }]))
     this.fields = FIELDS.map((field) => {
       const norms = new Uint8Array(maxRowid + 1)
       let docs = 0
@@ -52,7 +65,7 @@ export class Bm25SqliteRetriever implements Retriever {
       const normCache = LENGTH_TABLE.map((length) => parameters.k1 * (1 - parameters.b + (parameters.b * length) / avgLength))
       return { docs, avgLength, norms, normCache }
     })
-    this.postingsStatement = store.db.prepare('SELECT seg, df, data FROM postings WHERE term = ? AND field = ?')
+    this.postingsStatement = store.db.prepare('SELECT seg, df, data, skips FROM postings WHERE term = ? AND field = ?')
     this.scores = new Float64Array(maxRowid + 1)
     this.touched = new Int32Array(maxRowid + 1)
   }
@@ -71,54 +84,194 @@ export class Bm25SqliteRetriever implements Retriever {
 
   /** [rowid, score] of the k best passages, best first; ties go to the earlier passage. */
   topRowids(question: string, k: number): [number, number][] {
-    const queryTerms = new Map<string, number>()
-    for (const term of analyze(question)) queryTerms.set(term, (queryTerms.get(term) ?? 0) + 1)
+    const lists = this.termLists(question)
+    // upperBound[i]: the most that lists i.. can add to one passage.
+    const upperBound = new Float64Array(lists.length + 1)
+    for (let i = lists.length - 1; i >= 0; i--) upperBound[i] = upperBound[i + 1]! + lists[i]!.weight
     const { scores, touched } = this
     let nTouched = 0
+    let candidates: Int32Array | null = null
+    for (let i = 0; i < lists.length; i++) {
+      const list = lists[i]!
+      if (candidates === null && nTouched >= k) {
+        const threshold = kthLargest(scores, touched, nTouched, k)
+        // Strictly below: an unseen passage scores less than upperBound[i], so cannot even tie.
+        if (upperBound[i]! < threshold) candidates = sortedCandidates(scores, touched, nTouched, threshold - upperBound[i]!)
+      }
+      if (candidates === null) nTouched = accumulate(list, scores, touched, nTouched)
+      else {
+        for (const block of list.blocks) addToCandidates(list, block, candidates, scores)
+        // Scores only grow, so the k-th best so far bounds the final k-th from below.
+        const threshold = kthLargest(scores, candidates, candidates.length, k)
+        const rest = upperBound[i + 1]!
+        candidates = candidates.filter((doc) => scores[doc]! + rest >= threshold)
+      }
+    }
+    const best = candidates === null ? selectTop(scores, touched, nTouched, k) : selectTop(scores, candidates, candidates.length, k)
+    for (let i = 0; i < nTouched; i++) scores[touched[i]!] = 0
+    return best
+  }
+
+  /** The question's posting lists, heaviest first. */
+  private termLists(question: string): TermList[] {
+    const queryTerms = new Map<string, number>()
+    for (const term of analyze(question)) queryTerms.set(term, (queryTerms.get(term) ?? 0) + 1)
+    const lists: TermList[] = []
     for (const [term, repeats] of queryTerms) {
       for (let f = 0; f < this.fields.length; f++) {
         const field = this.fields[f]!
-        const blocks = this.postingsStatement.all(term, f) as { seg: number; df: number; data: Buffer }[]
-        if (blocks.length === 0) continue
-        const df = blocks.reduce((sum, block) => sum + block.df, 0)
+        const rows = this.postingsStatement.all(term, f) as { seg: number; df: number; data: Buffer; skips: Buffer | null }[]
+        if (rows.length === 0) continue
+        const df = rows.reduce((sum, row) => sum + row.df, 0)
         // Lucene: idf = ln(1 + (N - df + 0.5) / (df + 0.5)) with N the field's doc count.
         const weight = repeats * Math.log(1 + (field.docs - df + 0.5) / (df + 0.5))
-        const { norms, normCache } = field
-        for (const block of blocks) {
-          // The varint decoding of varint.ts, inlined: this loop is most of a query's time.
-          const data = block.data
-          const n = data.length
-          let doc = this.segmentBase.get(block.seg)!
-          let i = 0
-          while (i < n) {
-            let byte = data[i++]!
-            let delta = byte & 0x7f
-            for (let shift = 7; byte & 0x80; shift += 7) {
-              byte = data[i++]!
-              delta |= (byte & 0x7f) << shift
-            }
-            byte = data[i++]!
-            let tf = byte & 0x7f
-            for (let shift = 7; byte & 0x80; shift += 7) {
-              byte = data[i++]!
-              tf |= (byte & 0x7f) << shift
-            }
-            doc += delta
-            const before = scores[doc]!
-            if (before === 0) touched[nTouched++] = doc
-            scores[doc] = before + (weight * tf) / (tf + normCache[norms[doc]!]!)
-          }
-        }
+        const blocks = rows.map((row) => ({ ...this.segments.get(row.seg)!, data: row.data, skips: row.skips }))
+        lists.push({ weight, field, blocks })
       }
     }
-    const best = selectTop(scores, touched, nTouched, k)
-    for (let i = 0; i < nTouched; i++) scores[touched[i]!] = 0
-    return best
+    return lists.sort((a, b) => b.weight - a.weight)
   }
 
   async close(): Promise<void> {
     this.store.close()
   }
+}
+
+/** Adds a whole list to the scores, recording newly touched passages. Returns the new count. */
+function accumulate(list: TermList, scores: Float64Array, touched: Int32Array, nTouched: number): number {
+  const { weight } = list
+  const { norms, normCache } = list.field
+  for (const block of list.blocks) {
+    // Varint (doc delta, tf) pairs, decoded inline: this loop is most of a query's time.
+    const data = block.data
+    const n = data.length
+    let doc = block.base
+    let i = 0
+    while (i < n) {
+      let byte = data[i++]!
+      let delta = byte & 0x7f
+      for (let shift = 7; byte & 0x80; shift += 7) {
+        byte = data[i++]!
+        delta |= (byte & 0x7f) << shift
+      }
+      byte = data[i++]!
+      let tf = byte & 0x7f
+      for (let shift = 7; byte & 0x80; shift += 7) {
+        byte = data[i++]!
+        tf |= (byte & 0x7f) << shift
+      }
+      doc += delta
+      const before = scores[doc]!
+      if (before === 0) touched[nTouched++] = doc
+      scores[doc] = before + (weight * tf) / (tf + normCache[norms[doc]!]!)
+    }
+  }
+  return nTouched
+}
+
+/** Adds one segment's part of a list to the candidates it holds, decoding only the skip
+ * blocks that contain a candidate. `candidates` is sorted. */
+function addToCandidates(list: TermList, block: TermList['blocks'][number], candidates: Int32Array, scores: Float64Array): void {
+  const { weight } = list
+  const { norms, normCache } = list.field
+  let c = lowerBound(candidates, block.base + 1)
+  if (c >= candidates.length || candidates[c]! > block.last) return
+  const data = block.data
+  // Block b spans bytes [ends[b-1], ends[b]) and docs (lasts[b-1], lasts[b]]; without a skip
+  // table the whole list is one block.
+  const lasts: number[] = []
+  const ends: number[] = []
+  if (block.skips === null) {
+    lasts.push(block.last)
+    ends.push(data.length)
+  } else {
+    const skips = block.skips
+    let doc = block.base
+    let end = 0
+    for (let i = 0; i < skips.length; ) {
+      let byte = skips[i++]!
+      let value = byte & 0x7f
+      for (let shift = 7; byte & 0x80; shift += 7) {
+        byte = skips[i++]!
+        value |= (byte & 0x7f) << shift
+      }
+      if (lasts.length === ends.length) lasts.push((doc += value))
+      else ends.push((end += value))
+    }
+  }
+  for (let b = 0; b < lasts.length && c < candidates.length && candidates[c]! <= block.last; b++) {
+    if (candidates[c]! > lasts[b]!) continue
+    let i = b === 0 ? 0 : ends[b - 1]!
+    let doc = b === 0 ? block.base : lasts[b - 1]!
+    const end = ends[b]!
+    while (i < end && c < candidates.length && candidates[c]! <= lasts[b]!) {
+      let byte = data[i++]!
+      let delta = byte & 0x7f
+      for (let shift = 7; byte & 0x80; shift += 7) {
+        byte = data[i++]!
+        delta |= (byte & 0x7f) << shift
+      }
+      byte = data[i++]!
+      let tf = byte & 0x7f
+      for (let shift = 7; byte & 0x80; shift += 7) {
+        byte = data[i++]!
+        tf |= (byte & 0x7f) << shift
+      }
+      doc += delta
+      while (c < candidates.length && candidates[c]! < doc) c++
+      if (candidates[c] === doc) {
+        scores[doc] = scores[doc]! + (weight * tf) / (tf + normCache[norms[doc]!]!)
+        c++
+      }
+    }
+    while (c < candidates.length && candidates[c]! <= lasts[b]!) c++
+  }
+}
+
+function lowerBound(sorted: Int32Array, value: number): number {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (sorted[mid]! < value) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+/** The passages scoring at least `min`, in doc order. */
+function sortedCandidates(scores: Float64Array, docs: Int32Array, n: number, min: number): Int32Array {
+  const out: number[] = []
+  for (let i = 0; i < n; i++) if (scores[docs[i]!]! >= min) out.push(docs[i]!)
+  return Int32Array.from(out).sort()
+}
+
+/** The k-th largest score among docs[0..n) (k <= n), by quickselect on a copy. */
+function kthLargest(scores: Float64Array, docs: Int32Array, n: number, k: number): number {
+  if (n < k) return -Infinity
+  const values = new Float64Array(n)
+  for (let i = 0; i < n; i++) values[i] = scores[docs[i]!]!
+  let lo = 0
+  let hi = n - 1
+  const target = k - 1
+  while (lo < hi) {
+    const pivot = values[(lo + hi) >> 1]!
+    let i = lo
+    let j = hi
+    while (i <= j) {
+      while (values[i]! > pivot) i++
+      while (values[j]! < pivot) j--
+      if (i <= j) {
+        const t = values[i]!
+        values[i++] = values[j]!
+        values[j--] = t
+      }
+    }
+    if (target <= j) hi = j
+    else if (target >= i) lo = i
+    else break
+  }
+  return values[target]!
 }
 
 /** The k highest-scoring of the touched docs, by a bounded min-heap whose root (the worst

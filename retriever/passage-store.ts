@@ -10,7 +10,7 @@ import type { Passage } from '../index/passage.js'
 
 export const STORE_FILE = 'passages.sqlite'
 const LOCK_FILE = 'build.lock'
-const SCHEMA_VERSION = '1'
+const SCHEMA_VERSION = '2'
 /** Changing the analyzer changes every term: a store built with another one must be rebuilt. */
 export const ANALYZER_VERSION = 'lucene-english-v1'
 
@@ -29,7 +29,7 @@ CREATE TABLE IF NOT EXISTS segments (
   title_norms BLOB NOT NULL, text_norms BLOB NOT NULL,
   title_docs INTEGER NOT NULL, text_docs INTEGER NOT NULL, title_terms INTEGER NOT NULL, text_terms INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS postings (
-  term TEXT NOT NULL, field INTEGER NOT NULL, seg INTEGER NOT NULL, df INTEGER NOT NULL, data BLOB NOT NULL,
+  term TEXT NOT NULL, field INTEGER NOT NULL, seg INTEGER NOT NULL, df INTEGER NOT NULL, data BLOB NOT NULL, skips BLOB,
   PRIMARY KEY (term, field, seg)) WITHOUT ROWID;
 `
 
@@ -92,6 +92,11 @@ export class PassageStore {
     } catch (err) {
       db.close()
       throw ERR_STORE_CORRUPT.withCause(err, abs, (err as Error).message)
+    }
+    const version = store.meta('schema_version')
+    if (version !== SCHEMA_VERSION) {
+      db.close()
+      throw ERR_STORE_CORRUPT(abs, `it was built by another version of ambigqa (store schema ${version ?? 'unknown'}, this one reads ${SCHEMA_VERSION})`)
     }
     if (state !== 'ready') {
       db.close()

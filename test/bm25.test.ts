@@ -8,7 +8,9 @@ import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
 import { analyze } from '../retriever/english-analyzer.js'
 import { lengthToNorm, normToLength } from '../retriever/lucene-norms.js'
 import { PassageStore } from '../retriever/passage-store.js'
+import { loadQuestions } from '../src/eval/questions.js'
 import { silentLogger } from '../src/log.js'
+import { sharedFile } from './helpers/shared-data.js'
 
 test('English analysis: possessives, lower case, Lucene stop words, Porter stems, UAX#29-like words', () => {
   assert.deepEqual(analyze("The running dogs' houses of Harry's"), ['run', 'dog', 'hous', 'harri'])
@@ -68,5 +70,21 @@ test('multi-segment stores rank as single-segment ones; k is honoured; ties go t
   assert.deepEqual(retriever.searchSync('zebra', 2).map((h) => h.id), ['p0', 'p3'])
   assert.deepEqual(retriever.searchSync('the of and', 5), [])
   assert.throws(() => retriever.searchSync('zebra', 0), { code: 'AMBIGQA_ERR_USAGE' })
+  await retriever.close()
+})
+
+const dprTsv = sharedFile('corpus/dpr-asqa300.tsv')
+const dev = sharedFile('ambignq/dev_light.json')
+test('MaxScore pruning returns exactly the exhaustive top k', { skip: dprTsv.skip || dev.skip, timeout: 120_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'bm25-'))
+  // Small segments and lists longer than a skip block exercise every path of the pruned scorer.
+  await buildIndex({ store: join(dir, 'store'), sources: [{ path: dprTsv.path }], onError: 'fail', batchSize: 1000, segmentSize: 700, workers: 1, log: silentLogger })
+  const retriever = new Bm25SqliteRetriever(PassageStore.openReadOnly(join(dir, 'store')), { k1: 0.9, b: 0.4 })
+  const questions = loadQuestions(dev.path).slice(0, 300).map((q) => q.question)
+  for (const q of questions) {
+    // k beyond the number of matching passages never prunes: the exhaustive ranking.
+    const all = retriever.topRowids(q, 1_000_000)
+    for (const k of [1, 5, 20, 100]) assert.deepEqual(retriever.topRowids(q, k), all.slice(0, k), `${q} @${k}`)
+  }
   await retriever.close()
 })
