@@ -31,6 +31,9 @@ CREATE TABLE IF NOT EXISTS segments (
 CREATE TABLE IF NOT EXISTS postings (
   term TEXT NOT NULL, field INTEGER NOT NULL, seg INTEGER NOT NULL, df INTEGER NOT NULL, data BLOB NOT NULL, skips BLOB,
   PRIMARY KEY (term, field, seg)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dense_vectors (
+  model TEXT NOT NULL, first_rowid INTEGER NOT NULL, last_rowid INTEGER NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL,
+  PRIMARY KEY (model, first_rowid));
 `
 
 export interface StoreStats {
@@ -82,24 +85,43 @@ export class PassageStore {
 
   /** Opens a finished store for reading; an unfinished or missing one is a clear error. */
   static openReadOnly(dir: string): PassageStore {
+    return PassageStore.openReady(dir, false)
+  }
+
+  /** Opens a finished store to add derived data (dense vectors), under the build lock. */
+  static openForUpdate(dir: string): PassageStore {
+    const store = PassageStore.openReady(dir, true)
+    store.db.exec(SCHEMA)
+    return store
+  }
+
+  private static openReady(dir: string, write: boolean): PassageStore {
     const abs = resolve(dir)
     if (!existsSync(join(abs, STORE_FILE))) throw ERR_STORE_NOT_FOUND(abs)
-    const db = openDatabase(abs, true)
-    const store = new PassageStore(abs, db, null)
+    const lockPath = write ? join(abs, LOCK_FILE) : null
+    if (lockPath) takeLock(abs, lockPath)
+    let db: Database.Database
+    try {
+      db = openDatabase(abs, !write)
+    } catch (err) {
+      if (lockPath) rmSync(lockPath, { force: true })
+      throw err
+    }
+    const store = new PassageStore(abs, db, lockPath)
     let state: string | undefined
     try {
       state = store.meta('state')
     } catch (err) {
-      db.close()
+      store.close()
       throw ERR_STORE_CORRUPT.withCause(err, abs, (err as Error).message)
     }
     const version = store.meta('schema_version')
     if (version !== SCHEMA_VERSION) {
-      db.close()
+      store.close()
       throw ERR_STORE_CORRUPT(abs, `it was built by another version of ambigqa (store schema ${version ?? 'unknown'}, this one reads ${SCHEMA_VERSION})`)
     }
     if (state !== 'ready') {
-      db.close()
+      store.close()
       throw ERR_STORE_INCOMPLETE(abs, state ? `state '${state}'` : 'no state recorded')
     }
     return store

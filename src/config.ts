@@ -4,12 +4,17 @@ import { existsSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { z } from 'zod'
 import { ERR_CONFIG_FILE, ERR_CONFIG_INVALID } from './errors.js'
+import { DEFAULT_ENCODERS_DIR } from './paths.js'
 
 const configSchema = z
   .object({
     store: z.string().min(1),
-    retriever: z.enum(['bm25-sqlite']),
+    retriever: z.enum(['bm25-sqlite', 'dense', 'hybrid']),
     bm25: z.object({ k1: z.number().min(0).max(10), b: z.number().min(0).max(1) }).strict(),
+    dense: z.object({ model: z.string().min(1), modelsDir: z.string().min(1), threads: z.number().int().min(1).max(64) }).strict(),
+    hybrid: z
+      .object({ fusion: z.enum(['rrf', 'weighted']), rrfK: z.number().min(0), alpha: z.number().min(0).max(1), depth: z.number().int().min(1).max(10_000) })
+      .strict(),
     ingest: z
       .object({
         onError: z.enum(['fail', 'skip']),
@@ -28,6 +33,9 @@ export const defaults: Config = {
   store: 'data/demo',
   retriever: 'bm25-sqlite',
   bm25: { k1: 0.9, b: 0.4 },
+  dense: { model: 'e5-small-v2-int8', modelsDir: DEFAULT_ENCODERS_DIR, threads: 2 },
+  // alpha: the weight of BM25 in weighted fusion; dense gets 1 - alpha.
+  hybrid: { fusion: 'rrf', rrfK: 60, alpha: 0.5, depth: 100 },
   ingest: { onError: 'fail', batchSize: 2000, segmentSize: 200_000, workers: 2 },
   log: { level: 'info' },
 }

@@ -161,6 +161,12 @@ export const ERR_REFERENCE_INVALID = createError(
     `reference ${source}: ${problem}. Give an AmbigNQ JSON file (a list of {id, question, annotations})`,
 )
 
+export const ERR_MODEL_MISSING = createError(
+  'MODEL_MISSING',
+  503,
+  (path: string, command: string) => `model file ${path} is missing. Run \`${command}\` to fetch or build it`,
+)
+
 /** Every factory in the catalogue, for tests that check codes are unique and well formed. */
 export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_USAGE, ERR_CONFIG_INVALID, ERR_CONFIG_FILE, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_EMPTY,
@@ -168,4 +174,5 @@ export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_QUESTIONS_FILE, ERR_DATA_MISSING,
   ERR_INTERNAL, ERR_SOURCE_CHANGED,
   ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID,
+  ERR_MODEL_MISSING,
 ] as unknown as readonly ErrorFactory<never[]>[]

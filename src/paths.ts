@@ -10,6 +10,9 @@ export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..
 /** The shared data folder (../shared/data beside the project), unless a command is given --data. */
 export const DEFAULT_SHARED_DATA = resolve(PROJECT_ROOT, '..', 'shared', 'data')
 
+/** Where scripts/assets lays out the sentence encoders. */
+export const DEFAULT_ENCODERS_DIR = join(PROJECT_ROOT, 'models', 'encoders')
+
 export function requireSharedFile(dataDir: string, relative: string, what: string): string {
   const path = join(dataDir, relative)
   if (!existsSync(path)) throw ERR_DATA_MISSING(path, what)

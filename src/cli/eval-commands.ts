@@ -15,14 +15,15 @@ export function registerEvalCommands(program: Command): void {
     .option('--ids <file>', 'evaluate only these question ids (one per line), e.g. splits/eval-300.txt')
     .option('--k <list>', 'cut-offs, comma-separated', '1,5,20,100')
     .option('--store <dir>', 'store folder (default: config "store")')
+    .option('--retriever <name>', 'bm25-sqlite | dense | hybrid (default: config "retriever")')
     .option('--k1 <k1>', 'BM25 k1', parseNumber('--k1'))
     .option('--b <b>', 'BM25 b', parseNumber('--b'))
     .option('--json', 'print {"recall": {...}, "coverage": {...}, "n": N} (percent)')
     .action(async (opts, command: Command) => {
-      const ctx = contextFor(command, { store: opts.store, 'bm25.k1': opts.k1, 'bm25.b': opts.b })
+      const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever, 'bm25.k1': opts.k1, 'bm25.b': opts.b })
       const ks = parseKs(opts.k)
       const questions = loadQuestions(opts.questions, opts.ids ? loadIdList(opts.ids) : undefined)
-      const retriever = openRetriever(ctx.config)
+      const retriever = await openRetriever(ctx.config)
       try {
         const { metrics, latenciesMs } = await evaluateRetriever(retriever, questions, ks, ctx.log)
         if (opts.json) {

@@ -1,7 +1,10 @@
 import type { Command } from 'commander'
 import { buildIndex, type SourceSpec } from '../../index/build-index.js'
 import { isSourceFormat, SOURCE_FORMATS } from '../../index/formats.js'
+import { ENCODER_NAMES } from '../../retriever/dense-encoder.js'
+import { encodeStore } from '../../retriever/dense-vectors.js'
 import { PassageStore } from '../../retriever/passage-store.js'
+import { DEFAULT_ENCODERS_DIR } from '../paths.js'
 import { ERR_USAGE } from '../errors.js'
 import { contextFor, parseNumber } from './context.js'
 
@@ -50,6 +53,22 @@ export function registerIndexCommands(program: Command): void {
         ctx.out(`store ${ctx.config.store}: ${report.passages.toLocaleString('en-US')} passages (${report.added} added, ` +
           `${report.duplicates} already present, ${report.skipped} bad records skipped) in ${report.seconds.toFixed(1)} s`)
       }
+    })
+
+  index
+    .command('encode')
+    .description('encode every passage of a store with a dense sentence encoder (resumable)')
+    .option('--store <dir>', 'store folder (default: config "store")')
+    .option('--model <name>', `encoder: ${ENCODER_NAMES.join(' | ')}`, 'e5-small-v2-int8')
+    .option('--models-dir <dir>', 'where scripts/assets put the encoders', DEFAULT_ENCODERS_DIR)
+    .option('--batch-size <n>', 'passages per ONNX run', parseNumber('--batch-size'), 32)
+    .option('--threads <n>', 'ONNX intra-op threads', parseNumber('--threads'), 2)
+    .action(async (opts, command: Command) => {
+      const ctx = contextFor(command, { store: opts.store })
+      const { encoded, seconds } = await encodeStore({
+        store: ctx.config.store, model: opts.model, modelsDir: opts.modelsDir, batchSize: opts.batchSize, threads: opts.threads, log: ctx.log,
+      })
+      ctx.out(`encoded ${encoded.toLocaleString('en-US')} passages of ${ctx.config.store} with ${opts.model} in ${seconds.toFixed(1)} s`)
     })
 
   index

@@ -9,12 +9,13 @@ export function registerSearchCommand(program: Command): void {
     .argument('<question>', 'the question')
     .option('-k, --k <n>', 'number of passages', parseNumber('--k'), 5)
     .option('--store <dir>', 'store folder (default: config "store")')
+    .option('--retriever <name>', 'bm25-sqlite | dense | hybrid (default: config "retriever")')
     .option('--k1 <k1>', 'BM25 k1 (default 0.9)', parseNumber('--k1'))
     .option('--b <b>', 'BM25 b (default 0.4)', parseNumber('--b'))
     .option('--json', 'print JSON')
     .action(async (question: string, opts, command: Command) => {
-      const ctx = contextFor(command, { store: opts.store, 'bm25.k1': opts.k1, 'bm25.b': opts.b })
-      const retriever = openRetriever(ctx.config)
+      const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever, 'bm25.k1': opts.k1, 'bm25.b': opts.b })
+      const retriever = await openRetriever(ctx.config)
       try {
         const started = performance.now()
         const hits = await retriever.search(question, opts.k)

@@ -1,0 +1,54 @@
+// Dense retrieval over a store's vectors (`ambigqa index encode`): the question is encoded with
+// the same model and compared with every passage vector (exact inner product of unit vectors).
+import { ERR_MODEL_MISSING } from '../src/errors.js'
+import type { DenseEncoder } from './dense-encoder.js'
+import { loadVectors } from './dense-vectors.js'
+import type { PassageStore } from './passage-store.js'
+import type { RetrievedPassage, Retriever } from './retriever.js'
+
+export class DenseRetriever implements Retriever {
+  readonly name: string
+  private readonly dim: number
+  private readonly vectors: Float32Array
+  private readonly rows: number
+
+  constructor(private readonly store: PassageStore, private readonly encoder: DenseEncoder) {
+    this.name = `dense(${encoder.name})`
+    const loaded = loadVectors(store, encoder.name)
+    if (!loaded) throw ERR_MODEL_MISSING(`the ${encoder.name} vectors of ${store.dir}`, `ambigqa index encode --store ${store.dir} --model ${encoder.name}`)
+    this.dim = loaded.dim
+    this.vectors = loaded.vectors
+    this.rows = loaded.rows
+  }
+
+  async search(question: string, k: number): Promise<RetrievedPassage[]> {
+    const [query] = await this.encoder.encode([question], 'query')
+    const top = topByInnerProduct(this.vectors, this.dim, this.rows, query!, k)
+    return this.store.byRowids(top.map(([rowid]) => rowid)).map((p, i) => ({ ...p, score: top[i]![1] }))
+  }
+
+  async close(): Promise<void> {
+    this.store.close()
+    await this.encoder.close()
+  }
+}
+
+/** [row, score] of the k rows (1..rows-1) with the largest inner product with `query`, best first. */
+export function topByInnerProduct(vectors: Float32Array, dim: number, rows: number, query: Float32Array, k: number): [number, number][] {
+  const best: [number, number][] = []
+  let floor = -Infinity
+  for (let row = 1; row < rows; row++) {
+    let dot = 0
+    const base = row * dim
+    for (let d = 0; d < dim; d++) dot += vectors[base + d]! * query[d]!
+    if (best.length < k || dot > floor) {
+      best.push([row, dot])
+      if (best.length > k) {
+        best.sort((a, b) => b[1] - a[1] || a[0] - b[0])
+        best.length = k
+      }
+      if (best.length === k) floor = Math.min(...best.map(([, s]) => s))
+    }
+  }
+  return best.sort((a, b) => b[1] - a[1] || a[0] - b[0])
+}
