@@ -27,8 +27,8 @@ const loaded = loadVectors(store, MODEL)
 store.close()
 if (!loaded) throw new Error(`encode the eval-300 store first: ambigqa index encode --store bench/out/eval-300-store --model ${MODEL}`)
 const { dim } = loaded
-// Row 0 is unused in the store layout; drop it.
-const real = loaded.vectors.subarray(dim)
+// Row 0 is unused in the store layout; drop it (a copy: usearch ignores a subarray's offset).
+const real = loaded.vectors.slice(dim)
 const { questions: file, ids } = eval300Questions(values.data!)
 const encoder = await DenseEncoder.load(MODEL, DEFAULT_ENCODERS_DIR)
 const queries = await encoder.encode(loadQuestions(file, loadIdList(ids)).map((q) => q.question), 'query')

@@ -6,7 +6,7 @@ import test from 'node:test'
 import { gunzipSync } from 'node:zlib'
 import { buildIndex } from '../index/build-index.js'
 import { DenseEncoder } from '../retriever/dense-encoder.js'
-import { DenseRetriever } from '../retriever/dense-retriever.js'
+import { DenseRetriever, topByInnerProduct } from '../retriever/dense-retriever.js'
 import { encodeStore, loadVectors } from '../retriever/dense-vectors.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { silentLogger } from '../src/log.js'
@@ -68,10 +68,19 @@ test('a store is encoded in resumable chunks and searched densely', { skip, time
   again.close()
 
   const target = lines[1]!.split('\t')
+  const encoderForReference = await DenseEncoder.load(MODEL, DEFAULT_ENCODERS_DIR, 1)
   const retriever = new DenseRetriever(PassageStore.openReadOnly(store), await DenseEncoder.load(MODEL, DEFAULT_ENCODERS_DIR, 1))
   const hits = await retriever.search(target[1]!.slice(0, 200), 5)
   assert.equal(hits[0]!.id, target[0])
   assert.ok(hits[0]!.score >= hits[1]!.score)
+  // The SIMD search equals the plain JS reference.
+  const [query] = await encoderForReference.encode([target[1]!.slice(0, 200)], 'query')
+  const reference = topByInnerProduct(first.vectors, first.dim, first.rows, query!, 5)
+  const rowOf = PassageStore.openReadOnly(store)
+  assert.deepEqual(hits.map((h) => h.id), rowOf.byRowids(reference.map(([row]) => row)).map((p) => p.id))
+  rowOf.close()
+  hits.forEach((h, i) => assert.ok(Math.abs(h.score - reference[i]![1]) < 1e-5))
+  await encoderForReference.close()
   await retriever.close()
 })
 
