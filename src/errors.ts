@@ -167,8 +167,40 @@ export const ERR_MODEL_MISSING = createError(
   (path: string, command: string) => `model file ${path} is missing. Run \`${command}\` to fetch or build it`,
 )
 
+export const ERR_QUESTION_INVALID = createError(
+  'QUESTION_INVALID',
+  400,
+  (problem: string) => `question ${problem}. Send a non-empty question within the server's maxQuestionLength`,
+)
+
+export const ERR_BATCH_TOO_LARGE = createError(
+  'BATCH_TOO_LARGE',
+  400,
+  (size: number, max: number) => `askMany got ${size} questions, more than the limit of ${max}. Split the batch or raise server.maxBatch`,
+)
+
+export const ERR_READER_UNAVAILABLE = createError(
+  'READER_UNAVAILABLE',
+  503,
+  (what: string) => `${what} needs the SpanSeqGen reader, which is not available yet. Train or fetch it with \`ambigqa train reader\` (issues 5 and 6); until then use search`,
+)
+
+export const ERR_OVERLOADED = createError(
+  'OVERLOADED',
+  503,
+  (concurrency: number, queue: number) => `server overloaded: ${concurrency} requests running and ${queue} queued. Retry later or raise server.concurrency / server.queue`,
+)
+
+export const ERR_TIMEOUT = createError(
+  'TIMEOUT',
+  504,
+  (ms: number) => `request took longer than ${ms} ms. Ask for fewer passages or raise server.timeoutMs`,
+)
+
 /** Every factory in the catalogue, for tests that check codes are unique and well formed. */
 export const catalogue: readonly ErrorFactory<never[]>[] = [
+  ERR_QUESTION_INVALID as ErrorFactory<never[]>, ERR_BATCH_TOO_LARGE as ErrorFactory<never[]>,
+  ERR_READER_UNAVAILABLE as ErrorFactory<never[]>, ERR_OVERLOADED as ErrorFactory<never[]>, ERR_TIMEOUT as ErrorFactory<never[]>,
   ERR_USAGE, ERR_CONFIG_INVALID, ERR_CONFIG_FILE, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_EMPTY,
   ERR_SOURCE_FORMAT_UNKNOWN, ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED, ERR_STORE_NOT_FOUND,
   ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_QUESTIONS_FILE, ERR_DATA_MISSING,

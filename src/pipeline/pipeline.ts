@@ -1,0 +1,73 @@
+// The answering pipeline: retriever → reranker → reader → question disambiguation. Each stage
+// takes the previous stage's output and adds one thing, and records its own time.
+import type { Retriever, RetrievedPassage } from '../../retriever/retriever.js'
+import { ERR_READER_UNAVAILABLE } from '../errors.js'
+
+export interface StageTimings {
+  retrievalMs: number
+  rerankMs?: number
+  readMs?: number
+  disambiguateMs?: number
+  totalMs: number
+}
+
+export interface Retrieved { question: string; passages: RetrievedPassage[]; timings: StageTimings }
+export interface Reranked extends Retrieved { reranked: RetrievedPassage[] }
+export interface ReadAnswer { answer: string; confidence: number; evidence: RetrievedPassage[] }
+export interface Read extends Reranked { answers: ReadAnswer[] }
+export interface Disambiguated extends Read { answers: (ReadAnswer & { question: string })[]; ambiguous: boolean }
+
+/** A stage: the previous stage's output in, the same plus one thing out. */
+export interface Stage<In, Out> { readonly name: string; run(input: In, signal?: AbortSignal): Promise<Out> }
+
+export interface AskOptions { retrieve: number; read: number }
+
+export interface PipelineStages {
+  retriever: Retriever
+  reranker?: Stage<Retrieved, Reranked>
+  reader?: Stage<Reranked, Read>
+  disambiguator?: Stage<Read, Disambiguated>
+}
+
+/** Identity reranker: keeps the retriever's order, cut to `read` passages. */
+export function passThroughReranker(read: number): Stage<Retrieved, Reranked> {
+  return { name: 'none', run: async (input) => ({ ...input, reranked: input.passages.slice(0, read) }) }
+}
+
+export class Pipeline {
+  constructor(readonly stages: PipelineStages) {}
+
+  get readerAvailable(): boolean {
+    return this.stages.reader !== undefined && this.stages.disambiguator !== undefined
+  }
+
+  async retrieve(question: string, k: number): Promise<Retrieved> {
+    const start = performance.now()
+    const passages = await this.stages.retriever.search(question, k)
+    const retrievalMs = performance.now() - start
+    return { question, passages, timings: { retrievalMs, totalMs: retrievalMs } }
+  }
+
+  async ask(question: string, options: AskOptions, signal?: AbortSignal): Promise<Disambiguated> {
+    const { reader, disambiguator } = this.stages
+    if (!reader || !disambiguator) throw ERR_READER_UNAVAILABLE('ask')
+    const start = performance.now()
+    const retrieved = await this.retrieve(question, options.retrieve)
+    const reranker = this.stages.reranker ?? passThroughReranker(options.read)
+    let t = performance.now()
+    const reranked = await reranker.run(retrieved, signal)
+    reranked.timings.rerankMs = performance.now() - t
+    t = performance.now()
+    const read = await reader.run(reranked, signal)
+    read.timings.readMs = performance.now() - t
+    t = performance.now()
+    const result = await disambiguator.run(read, signal)
+    result.timings.disambiguateMs = performance.now() - t
+    result.timings.totalMs = performance.now() - start
+    return result
+  }
+
+  async close(): Promise<void> {
+    await this.stages.retriever.close()
+  }
+}

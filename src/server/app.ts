@@ -1,0 +1,126 @@
+// The GraphQL server as a fastify plugin: mercurius over schema.graphql, limits, metrics.
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import mercurius from 'mercurius'
+import client from 'prom-client'
+import { AmbigqaError, ERR_BATCH_TOO_LARGE, ERR_QUESTION_INVALID, ERR_READER_UNAVAILABLE, ERR_TIMEOUT } from '../errors.js'
+import type { Pipeline } from '../pipeline/pipeline.js'
+import type { PassageStore } from '../../retriever/passage-store.js'
+import { Limiter } from './limiter.js'
+
+export interface ServerLimits {
+  maxQuestionLength: number
+  maxBatch: number
+  maxK: number
+  maxDepth: number
+  concurrency: number
+  queue: number
+  timeoutMs: number
+}
+
+export const defaultLimits: ServerLimits = {
+  maxQuestionLength: 1000, maxBatch: 32, maxK: 1000, maxDepth: 6, concurrency: 8, queue: 64, timeoutMs: 30_000,
+}
+
+export interface ServerOptions {
+  pipeline: Pipeline
+  store: PassageStore
+  storeDir: string
+  limits?: Partial<ServerLimits>
+}
+
+function toGraphqlError(error: unknown): unknown {
+  if (error instanceof AmbigqaError) {
+    return new mercurius.ErrorWithProps(error.message, { code: error.code }, error.statusCode)
+  }
+  return error
+}
+
+function checkQuestion(question: string, limits: ServerLimits): string {
+  const trimmed = question.trim()
+  if (trimmed.length === 0) throw ERR_QUESTION_INVALID('is empty')
+  if (trimmed.length > limits.maxQuestionLength) throw ERR_QUESTION_INVALID(`has ${trimmed.length} characters, more than ${limits.maxQuestionLength}`)
+  return trimmed
+}
+
+async function withTimeout<T>(ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(ERR_TIMEOUT(ms)), ms) })
+  try { return await Promise.race([work, timeout]) } finally { clearTimeout(timer) }
+}
+
+export async function ambigqaServer(app: FastifyInstance, options: ServerOptions): Promise<void> {
+  const limits = { ...defaultLimits, ...options.limits }
+  const limiter = new Limiter(limits.concurrency, limits.queue)
+  const registry = new client.Registry()
+  const requests = new client.Counter({ name: 'ambigqa_graphql_requests_total', help: 'GraphQL field calls', labelNames: ['field', 'outcome'], registers: [registry] })
+  const latency = new client.Histogram({ name: 'ambigqa_graphql_seconds', help: 'GraphQL field latency', labelNames: ['field'], registers: [registry], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5] })
+  new client.Gauge({ name: 'ambigqa_in_flight', help: 'requests running or queued', registers: [registry], collect() { this.set(limiter.inFlight) } })
+  client.collectDefaultMetrics({ register: registry })
+
+  // Every resolver goes through one place: limits, timeout, metrics, errors with codes.
+  const guarded = <A, R>(field: string, limited: boolean, body: (args: A) => Promise<R> | R) =>
+    async (_root: unknown, args: A): Promise<R> => {
+      const end = latency.startTimer({ field })
+      try {
+        const work = async () => withTimeout(limits.timeoutMs, Promise.resolve().then(() => body(args)))
+        const result = limited ? await limiter.run(work) : await work()
+        requests.inc({ field, outcome: 'ok' })
+        return result
+      } catch (error) {
+        requests.inc({ field, outcome: error instanceof AmbigqaError ? error.code : 'error' })
+        throw toGraphqlError(error)
+      } finally {
+        end()
+      }
+    }
+
+  const passageOut = (p: { id: string; title: string; text: string; score?: number }) => ({ id: p.id, title: p.title, text: p.text, score: p.score ?? null })
+  const askOptions = (o?: { retrieve?: number; read?: number }) => ({ retrieve: o?.retrieve ?? 100, read: o?.read ?? 10 })
+
+  const resolvers = {
+    Query: {
+      search: guarded('search', true, async (args: { question: string; k?: number }) => {
+        const question = checkQuestion(args.question, limits)
+        const k = args.k ?? 10
+        if (k < 1 || k > limits.maxK) throw ERR_QUESTION_INVALID(`asked for k = ${k}; k must be in [1, ${limits.maxK}] and the`)
+        const { passages } = await options.pipeline.retrieve(question, k)
+        return passages.map(passageOut)
+      }),
+      passage: guarded('passage', false, (args: { id: string }) => {
+        const p = options.store.byId(args.id)
+        return p ? passageOut(p) : null
+      }),
+      health: guarded('health', false, () => ({
+        ok: true, store: options.storeDir, passages: options.store.count(), retriever: options.pipeline.stages.retriever.name,
+      })),
+      ask: guarded('ask', true, async (args: { question: string; options?: { retrieve?: number; read?: number } }) => {
+        const question = checkQuestion(args.question, limits)
+        return options.pipeline.ask(question, askOptions(args.options))
+      }),
+      askMany: guarded('askMany', true, async (args: { questions: string[]; options?: { retrieve?: number; read?: number } }) => {
+        if (args.questions.length > limits.maxBatch) throw ERR_BATCH_TOO_LARGE(args.questions.length, limits.maxBatch)
+        const questions = args.questions.map((q) => checkQuestion(q, limits))
+        if (!options.pipeline.readerAvailable) throw ERR_READER_UNAVAILABLE('askMany')
+        return Promise.all(questions.map((q) => options.pipeline.ask(q, askOptions(args.options))))
+      }),
+      job: guarded('job', false, () => null),
+    },
+    Mutation: {
+      startEvaluation: guarded('startEvaluation', false, () => { throw ERR_READER_UNAVAILABLE('startEvaluation') }),
+    },
+  }
+
+  await app.register(mercurius, {
+    schema: readFileSync(resolve(import.meta.dirname, '../../../schema.graphql'), 'utf8'),
+    resolvers: resolvers as never,
+    graphiql: true,
+    queryDepth: limits.maxDepth,
+  })
+
+  app.get('/metrics', async (_request, reply) => {
+    reply.header('content-type', registry.contentType)
+    return registry.metrics()
+  })
+}

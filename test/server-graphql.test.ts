@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { after, before, test } from 'node:test'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { buildIndex } from '../index/build-index.js'
+import { PassageStore } from '../retriever/passage-store.js'
+import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
+import { defaults } from '../src/config.js'
+import { silentLogger } from '../src/log.js'
+import { Pipeline } from '../src/pipeline/pipeline.js'
+import { ambigqaServer, type ServerLimits } from '../src/server/app.js'
+
+let storeDir = ''
+let store: PassageStore
+let pipeline: Pipeline
+
+before(async () => {
+  storeDir = join(mkdtempSync(join(tmpdir(), 'server-')), 'store')
+  await buildIndex({
+    store: storeDir, sources: [{ path: resolve(process.cwd(), 'assets/demo/passages.tsv.gz') }],
+    onError: 'fail', batchSize: 2000, segmentSize: 10000, workers: 1, log: silentLogger,
+  })
+  store = PassageStore.openReadOnly(storeDir)
+  pipeline = new Pipeline({ retriever: new Bm25SqliteRetriever(PassageStore.openReadOnly(storeDir), defaults.bm25) })
+})
+after(async () => { await pipeline.close(); store.close() })
+
+async function app(limits: Partial<ServerLimits> = {}, using = pipeline): Promise<FastifyInstance> {
+  const instance = Fastify({ logger: false, bodyLimit: 64 * 1024 })
+  await instance.register(ambigqaServer, { pipeline: using, store, storeDir, limits })
+  return instance
+}
+
+async function gql(instance: FastifyInstance, query: string, variables?: object) {
+  const response = await instance.inject({ method: 'POST', url: '/graphql', body: { query, variables } })
+  return { status: response.statusCode, body: response.json() as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] } }
+}
+
+test('search returns real BM25 passages, passage(id) fetches one, health reports the store', async () => {
+  const instance = await app()
+  const { status, body } = await gql(instance, '{ search(question: "when did harry potter come out", k: 3) { id title text score } }')
+  assert.equal(status, 200)
+  assert.equal(body.data.search.length, 3)
+  assert.ok(body.data.search[0].score >= body.data.search[1].score)
+  const id = body.data.search[0].id
+  const one = await gql(instance, 'query($id: ID!) { passage(id: $id) { id title } }', { id })
+  assert.equal(one.body.data.passage.id, id)
+  assert.equal((await gql(instance, '{ passage(id: "no-such-id") { id } }')).body.data.passage, null)
+  const health = await gql(instance, '{ health { ok passages retriever store } }')
+  assert.equal(health.body.data.health.passages, 5531)
+  assert.equal(health.body.data.health.ok, true)
+  await instance.close()
+})
+
+const code = (body: { errors?: { extensions?: { code?: string } }[] }) => body.errors?.[0]?.extensions?.code
+
+test('empty and oversize questions, bad k, oversize batch are refused with codes', async () => {
+  const instance = await app({ maxQuestionLength: 50, maxBatch: 2 })
+  assert.equal(code((await gql(instance, '{ search(question: "   ") { id } }')).body), 'AMBIGQA_ERR_QUESTION_INVALID')
+  assert.equal(code((await gql(instance, `{ search(question: "${'a'.repeat(51)}") { id } }`)).body), 'AMBIGQA_ERR_QUESTION_INVALID')
+  assert.equal(code((await gql(instance, '{ search(question: "x", k: 0) { id } }')).body), 'AMBIGQA_ERR_QUESTION_INVALID')
+  assert.equal(code((await gql(instance, '{ askMany(questions: ["a", "b", "c"]) { question } }')).body), 'AMBIGQA_ERR_BATCH_TOO_LARGE')
+  await instance.close()
+})
+
+test('ask, askMany and startEvaluation say the reader is not available yet', async () => {
+  const instance = await app()
+  const ask = await gql(instance, '{ ask(question: "who wrote harry potter") { question answers { answer } } }')
+  assert.equal(code(ask.body), 'AMBIGQA_ERR_READER_UNAVAILABLE')
+  assert.match(ask.body.errors![0]!.message, /ambigqa train reader/)
+  assert.equal(code((await gql(instance, '{ askMany(questions: ["a"]) { question } }')).body), 'AMBIGQA_ERR_READER_UNAVAILABLE')
+  assert.equal(code((await gql(instance, 'mutation { startEvaluation(data: "x") { id } }')).body), 'AMBIGQA_ERR_READER_UNAVAILABLE')
+  await instance.close()
+})
+
+test('query depth over the limit is refused', async () => {
+  const instance = await app({ maxDepth: 2 })
+  const { body } = await gql(instance, '{ ask(question: "q") { answers { evidence { id } } } }')
+  assert.ok(body.errors?.length)
+  assert.match(body.errors![0]!.message, /depth/i)
+  await instance.close()
+})
+
+test('beyond concurrency + queue requests get an explicit overload error and HTTP 503', async () => {
+  // BM25 over SQLite is synchronous; a retriever that waits 50 ms first makes requests overlap.
+  const real = pipeline.stages.retriever
+  const slow = new Pipeline({ retriever: { name: 'slow', close: async () => {}, search: async (q, k) => { await new Promise((r) => setTimeout(r, 50)); return real.search(q, k) } } })
+  const instance = await app({ concurrency: 1, queue: 1 }, slow)
+  const many = await Promise.all(Array.from({ length: 12 }, () => gql(instance, '{ search(question: "harry potter film release", k: 100) { id } }')))
+  const overloaded = many.filter((r) => code(r.body) === 'AMBIGQA_ERR_OVERLOADED')
+  assert.ok(overloaded.length > 0, 'some requests are refused')
+  for (const r of overloaded) assert.equal(r.status, 503)
+  for (const r of many) assert.ok(r.status === 200 || code(r.body) === 'AMBIGQA_ERR_OVERLOADED')
+  await instance.close()
+})
+
+test('a request longer than timeoutMs fails with AMBIGQA_ERR_TIMEOUT', async () => {
+  const real = pipeline.stages.retriever
+  const slow = new Pipeline({ retriever: { name: 'slow', close: async () => {}, search: async (q, k) => { await new Promise((r) => setTimeout(r, 300)); return real.search(q, k) } } })
+  const instance = await app({ timeoutMs: 50 }, slow)
+  const { status, body } = await gql(instance, '{ search(question: "harry potter") { id } }')
+  assert.equal(code(body), 'AMBIGQA_ERR_TIMEOUT')
+  assert.equal(status, 504)
+  await instance.close()
+})
+
+test('body over bodyLimit is refused with 413; metrics and graphiql are served', async () => {
+  const instance = await app()
+  const big = await instance.inject({ method: 'POST', url: '/graphql', body: { query: `{ search(question: "${'a'.repeat(70_000)}") { id } }` } })
+  assert.equal(big.statusCode, 413)
+  await gql(instance, '{ health { ok } }')
+  const metrics = await instance.inject({ method: 'GET', url: '/metrics' })
+  assert.match(metrics.body, /ambigqa_graphql_requests_total\{field="health",outcome="ok"\} 1/)
+  assert.equal((await instance.inject({ method: 'GET', url: '/graphiql' })).statusCode, 200)
+  await instance.close()
+})
