@@ -6,6 +6,7 @@ import { registerSearchCommand } from './search-command.js'
 import { registerEvalCommands } from './eval-commands.js'
 import { registerBenchCommands } from './bench-commands.js'
 import { registerScoreCommand } from './score-command.js'
+import { registerServeCommand } from './serve-command.js'
 
 export function buildProgram(): Command {
   const program = new Command('ambigqa')
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
   registerEvalCommands(program)
   registerBenchCommands(program)
   registerScoreCommand(program)
+  registerServeCommand(program)
   return program
 }
 
