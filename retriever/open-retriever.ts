@@ -1,5 +1,6 @@
 // The retriever the configuration names, opened on the configured store.
 import type { Config } from '../src/config.js'
+import { Bm25EsRetriever } from './bm25-es-retriever.js'
 import { Bm25SqliteRetriever } from './bm25-sqlite-retriever.js'
 import { DenseEncoder } from './dense-encoder.js'
 import { DenseRetriever } from './dense-retriever.js'
@@ -11,6 +12,8 @@ export async function openRetriever(config: Config): Promise<Retriever> {
   switch (config.retriever) {
     case 'bm25-sqlite':
       return new Bm25SqliteRetriever(PassageStore.openReadOnly(config.store), config.bm25)
+    case 'bm25-es':
+      return new Bm25EsRetriever(config.elasticsearch)
     case 'dense':
       return openDense(config)
     case 'hybrid': {

@@ -9,8 +9,11 @@ import { DEFAULT_ENCODERS_DIR } from './paths.js'
 const configSchema = z
   .object({
     store: z.string().min(1),
-    retriever: z.enum(['bm25-sqlite', 'dense', 'hybrid']),
+    retriever: z.enum(['bm25-sqlite', 'bm25-es', 'dense', 'hybrid']),
     bm25: z.object({ k1: z.number().min(0).max(10), b: z.number().min(0).max(1) }).strict(),
+    elasticsearch: z
+      .object({ url: z.string().url(), index: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/), requestTimeoutMs: z.number().int().min(100).max(600_000), maxRetries: z.number().int().min(0).max(10) })
+      .strict(),
     dense: z.object({ model: z.string().min(1), modelsDir: z.string().min(1), threads: z.number().int().min(1).max(64) }).strict(),
     hybrid: z
       .object({ fusion: z.enum(['rrf', 'weighted']), rrfK: z.number().min(0), alpha: z.number().min(0).max(1), depth: z.number().int().min(1).max(10_000) })
@@ -33,6 +36,8 @@ export const defaults: Config = {
   store: 'data/demo',
   retriever: 'bm25-sqlite',
   bm25: { k1: 0.9, b: 0.4 },
+  // A query against a down cluster fails within requestTimeoutMs (no retry) instead of ~8 s.
+  elasticsearch: { url: 'http://127.0.0.1:9200', index: 'ambigqa-passages', requestTimeoutMs: 5000, maxRetries: 0 },
   dense: { model: 'e5-small-v2-int8', modelsDir: DEFAULT_ENCODERS_DIR, threads: 2 },
   // alpha: the weight of BM25 in weighted fusion; dense gets 1 - alpha.
   hybrid: { fusion: 'rrf', rrfK: 60, alpha: 0.5, depth: 100 },

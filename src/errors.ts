@@ -167,6 +167,19 @@ export const ERR_MODEL_MISSING = createError(
   (path: string, command: string) => `model file ${path} is missing. Run \`${command}\` to fetch or build it`,
 )
 
+export const ERR_ELASTICSEARCH_UNAVAILABLE = createError(
+  'ELASTICSEARCH_UNAVAILABLE',
+  503,
+  (url: string, cause: string) =>
+    `Elasticsearch at ${url} is not reachable (${cause}). Start it with scripts/elasticsearch up, or point --es-url / AMBIGQA_ELASTICSEARCH_URL at a running cluster`,
+)
+
+export const ERR_ELASTICSEARCH_INDEX = createError(
+  'ELASTICSEARCH_INDEX',
+  500,
+  (url: string, index: string, problem: string, fix: string) => `Elasticsearch index '${index}' at ${url}: ${problem}. ${fix}`,
+)
+
 export const ERR_QUESTION_INVALID = createError(
   'QUESTION_INVALID',
   400,
@@ -201,6 +214,7 @@ export const ERR_TIMEOUT = createError(
 export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_QUESTION_INVALID as ErrorFactory<never[]>, ERR_BATCH_TOO_LARGE as ErrorFactory<never[]>,
   ERR_READER_UNAVAILABLE as ErrorFactory<never[]>, ERR_OVERLOADED as ErrorFactory<never[]>, ERR_TIMEOUT as ErrorFactory<never[]>,
+  ERR_ELASTICSEARCH_UNAVAILABLE, ERR_ELASTICSEARCH_INDEX,
   ERR_USAGE, ERR_CONFIG_INVALID, ERR_CONFIG_FILE, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_EMPTY,
   ERR_SOURCE_FORMAT_UNKNOWN, ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED, ERR_STORE_NOT_FOUND,
   ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_QUESTIONS_FILE, ERR_DATA_MISSING,

@@ -1,4 +1,5 @@
 import type { Command } from 'commander'
+import { buildElasticsearchIndex } from '../../index/build-elasticsearch.js'
 import { buildIndex, type SourceSpec } from '../../index/build-index.js'
 import { isSourceFormat, SOURCE_FORMATS } from '../../index/formats.js'
 import { ENCODER_NAMES } from '../../retriever/dense-encoder.js'
@@ -22,10 +23,15 @@ export function registerIndexCommands(program: Command): void {
     .option('--batch-size <n>', 'passages committed per transaction', parseNumber('--batch-size'))
     .option('--segment-size <n>', 'passages per index segment', parseNumber('--segment-size'))
     .option('--workers <n>', 'worker threads for dump parsing', parseNumber('--workers'))
+    .option('--backend <backend>', 'sqlite (default): the embedded store; elasticsearch: an Elasticsearch index', 'sqlite')
+    .option('--es-url <url>', 'Elasticsearch URL (default: config "elasticsearch.url")')
+    .option('--es-index <name>', 'Elasticsearch index (default: config "elasticsearch.index")')
     .option('--json', 'print the build report as JSON')
     .action(async (opts, command: Command) => {
       const ctx = contextFor(command, {
         store: opts.store,
+        'elasticsearch.url': opts.esUrl,
+        'elasticsearch.index': opts.esIndex,
         'ingest.onError': opts.onError,
         'ingest.batchSize': opts.batchSize,
         'ingest.segmentSize': opts.segmentSize,
@@ -39,6 +45,16 @@ export function registerIndexCommands(program: Command): void {
         ...(opts.format ? { format: opts.format } : {}),
         ...(opts.idPrefix ? { idPrefix: opts.idPrefix } : {}),
       }))
+      if (opts.backend !== 'sqlite' && opts.backend !== 'elasticsearch') {
+        throw ERR_USAGE(`unknown --backend '${opts.backend}'`, 'Use sqlite or elasticsearch')
+      }
+      if (opts.backend === 'elasticsearch') {
+        const es = ctx.config.elasticsearch
+        const r = await buildElasticsearchIndex({ es: { ...es, requestTimeoutMs: Math.max(es.requestTimeoutMs, 30_000), maxRetries: 3 }, sources, onError: ctx.config.ingest.onError, batchSize: ctx.config.ingest.batchSize, bm25: ctx.config.bm25, log: ctx.log })
+        if (opts.json) ctx.out(JSON.stringify(r))
+        else ctx.out(`elasticsearch ${es.url} index ${es.index}: ${r.passages.toLocaleString('en-US')} passages (${r.sent} sent, ${r.skipped} bad records skipped) in ${r.seconds.toFixed(1)} s`)
+        return
+      }
       const report = await buildIndex({
         store: ctx.config.store,
         sources,

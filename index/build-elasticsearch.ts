@@ -1,0 +1,205 @@
+// `ambigqa index build --backend elasticsearch`: the same sources as the embedded store, into an
+// Elasticsearch index (BM25 k1 0.9 / b 0.4, the english analyzer, title and text fields). The
+// document _id is the passage id, so re-sending a batch changes nothing; each source's position
+// is kept in the index's _meta and written after each acknowledged bulk batch, so a build killed
+// at any moment resumes where its last batch ended.
+import { createHash } from 'node:crypto'
+import { readdirSync, statSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import type { Client } from '@elastic/elasticsearch'
+import { ERR_ELASTICSEARCH_INDEX, ERR_SOURCE_CHANGED, ERR_SOURCE_EMPTY } from '../src/errors.js'
+import type { Logger } from '../src/log.js'
+import { Progress } from '../src/progress.js'
+import { createEsClient, esError, type EsOptions } from '../retriever/elasticsearch-client.js'
+import type { SourceSpec } from './build-index.js'
+import { createReader, detectFormat } from './formats.js'
+import type { Passage, ResumePoint } from './passage.js'
+
+export interface EsBuildOptions {
+  es: EsOptions
+  sources: SourceSpec[]
+  onError: 'fail' | 'skip'
+  batchSize: number
+  /** Concurrent bulk requests within a batch. */
+  concurrency?: number
+  bm25?: { k1: number; b: number }
+  log: Logger
+}
+
+export interface EsBuildReport {
+  passages: number
+  sent: number
+  skipped: number
+  seconds: number
+}
+
+interface SourceState {
+  fingerprint: string
+  records: number
+  byteOffset?: number
+  line?: number
+  sent: number
+  skipped: number
+  done: boolean
+}
+
+type Meta = { ambigqa?: { state?: 'building' | 'ready'; sources?: Record<string, SourceState> } }
+
+export function esIndexBody(bm25 = { k1: 0.9, b: 0.4 }) {
+  return {
+    settings: {
+      number_of_shards: 1,
+      number_of_replicas: 0,
+      similarity: { default: { type: 'BM25', k1: bm25.k1, b: bm25.b } },
+    },
+    mappings: {
+      dynamic: 'strict' as const,
+      _meta: { ambigqa: { state: 'building', sources: {} } },
+      properties: {
+        id: { type: 'keyword' as const },
+        title: { type: 'text' as const, analyzer: 'english' },
+        text: { type: 'text' as const, analyzer: 'english' },
+      },
+    },
+  }
+}
+
+export async function buildElasticsearchIndex(options: EsBuildOptions): Promise<EsBuildReport> {
+  const started = Date.now()
+  const client = createEsClient({ maxRetries: 3, ...options.es })
+  const report: EsBuildReport = { passages: 0, sent: 0, skipped: 0, seconds: 0 }
+  try {
+    const meta = await ensureIndex(client, options)
+    for (const spec of options.sources) await ingestSource(client, meta, spec, options, report)
+    await writeMeta(client, options.es.index, { ...meta, state: 'ready' }).catch((err) => { throw esError(err, options.es) })
+    await client.indices.refresh({ index: options.es.index })
+    report.passages = (await client.count({ index: options.es.index })).count
+    if (report.passages === 0) throw ERR_SOURCE_EMPTY(options.sources.map((s) => s.path).join(', '))
+  } catch (err) {
+    throw esError(err, options.es)
+  } finally {
+    await client.close()
+  }
+  report.seconds = (Date.now() - started) / 1000
+  options.log.info({ ...report, url: options.es.url, index: options.es.index }, 'elasticsearch index build finished')
+  return report
+}
+
+async function ensureIndex(client: Client, options: EsBuildOptions): Promise<Required<NonNullable<Meta['ambigqa']>>> {
+  const { index } = options.es
+  if (!(await client.indices.exists({ index }))) {
+    await client.indices.create({ index, ...esIndexBody(options.bm25) })
+  }
+  const mapping = await client.indices.getMapping({ index })
+  const m = mapping[index]?.mappings
+  const props = m?.properties as Record<string, { analyzer?: string }> | undefined
+  if (props?.text?.analyzer !== 'english' || props?.title?.analyzer !== 'english') {
+    throw ERR_ELASTICSEARCH_INDEX(options.es.url, index, 'exists but was not created by ambigqa (title and text must use the english analyzer)', 'Delete it or choose another index name')
+  }
+  const meta = (m?._meta as Meta | undefined)?.ambigqa
+  return { state: meta?.state ?? 'building', sources: meta?.sources ?? {} }
+}
+
+async function writeMeta(client: Client, index: string, meta: NonNullable<Meta['ambigqa']>): Promise<void> {
+  await client.indices.putMapping({ index, _meta: { ambigqa: meta } })
+}
+
+async function ingestSource(client: Client, meta: Required<NonNullable<Meta['ambigqa']>>, spec: SourceSpec, options: EsBuildOptions, report: EsBuildReport): Promise<void> {
+  const { log } = options
+  const index = options.es.index
+  const path = resolve(spec.path)
+  const format = spec.format ?? detectFormat(path)
+  const key = `${path}|${format}|${spec.idPrefix ?? ''}`
+  const fingerprint = fingerprintOf(path)
+  let state = meta.sources[key]
+  if (state && state.fingerprint !== fingerprint) throw ERR_SOURCE_CHANGED(path, `${options.es.url}/${index}`)
+  if (state?.done) {
+    log.info({ source: path }, 'source already indexed, skipping')
+    return
+  }
+  state ??= { fingerprint, records: 0, sent: 0, skipped: 0, done: false }
+  meta.sources[key] = state
+  const from: ResumePoint = { records: state.records, ...(state.byteOffset !== undefined ? { byteOffset: state.byteOffset } : {}), ...(state.line !== undefined ? { line: state.line } : {}) }
+  if (from.records > 0) log.info({ source: path, records: from.records }, 'resuming an interrupted build')
+  const reader = await createReader(path, format)
+
+  let batch: Passage[] = []
+  let skippedInBatch = 0
+  let position: ResumePoint = from
+  const flush = async () => {
+    if (batch.length > 0) {
+      const docs = batch
+      const result = await client.helpers.bulk<Passage>({
+        datasource: docs,
+        onDocument: (doc) => ({ index: { _index: index, _id: doc.id } }),
+        concurrency: options.concurrency ?? 2,
+        flushBytes: 5_000_000,
+        retries: 5,
+        wait: 1000,
+        refreshOnCompletion: false,
+        onDrop: (dropped) => log.warn({ status: dropped.status, id: dropped.document.id, error: dropped.error }, 'elasticsearch dropped a document'),
+      })
+      if (result.failed > 0 || result.aborted) {
+        throw ERR_ELASTICSEARCH_INDEX(options.es.url, index, `${result.failed} documents of a bulk batch were rejected`, 'See the warnings above, fix the cause and run the same build again: it resumes')
+      }
+      report.sent += docs.length
+      state.sent += docs.length
+    }
+    state.records = position.records
+    if (position.byteOffset !== undefined) state.byteOffset = position.byteOffset
+    if (position.line !== undefined) state.line = position.line
+    state.skipped += skippedInBatch
+    await writeMeta(client, index, meta)
+    batch = []
+    skippedInBatch = 0
+  }
+
+  const progress = new Progress({
+    label: `sending ${spec.path} to elasticsearch`,
+    unit: 'passages',
+    log,
+    fraction: () => (reader.totalBytes ? reader.bytesRead() / reader.totalBytes : undefined),
+  })
+  let seen = 0
+  try {
+    for await (const item of reader.read(from)) {
+      if (item.kind === 'bad-record') {
+        if (options.onError === 'fail') throw item.error
+        skippedInBatch += 1
+        report.skipped += 1
+        if (report.skipped <= 10) log.warn({ source: path }, `skipped: ${item.error.message}`)
+      } else {
+        const p = item.passage
+        batch.push(spec.idPrefix ? { ...p, id: spec.idPrefix + p.id } : p)
+        seen += 1
+      }
+      position = item.next
+      if (batch.length + skippedInBatch >= options.batchSize) {
+        await flush()
+        progress.update(seen)
+      }
+    }
+  } catch (err) {
+    // Keep what was read before the failure (when the cluster still answers): a later build resumes.
+    await flush().catch(() => undefined)
+    throw err
+  }
+  await flush()
+  progress.done(seen)
+  if (state.sent === 0 && state.skipped === 0) throw ERR_SOURCE_EMPTY(path)
+  state.done = true
+  await writeMeta(client, index, meta)
+  if (state.skipped > 0) log.warn({ source: path, skipped: state.skipped }, `skipped ${state.skipped} bad records (--on-error skip)`)
+}
+
+/** Size and modification time (as the SQLite build): enough to notice a changed source. */
+function fingerprintOf(path: string): string {
+  const stats = statSync(path)
+  if (!stats.isDirectory()) return `${stats.size}:${Math.round(stats.mtimeMs)}`
+  const hash = createHash('sha256')
+  for (const name of readdirSync(path).sort()) {
+    const s = statSync(join(path, name))
+    hash.update(`${name}:${s.size}:${Math.round(s.mtimeMs)}\n`)
+  }
+  return `dir:${hash.digest('hex')}`
+}
