@@ -27,6 +27,8 @@ export interface BuildOptions {
   segmentSize: number
   workers: number
   log: Logger
+  /** Called as passages are indexed (after ingestion), with the fraction done. */
+  onProgress?: (progress: { indexed: number; total: number }) => void
 }
 
 export interface BuildReport {
@@ -63,6 +65,7 @@ export async function buildIndex(options: BuildOptions): Promise<BuildReport> {
       done = p.indexed
       total = p.total
       progress.update(done)
+      options.onProgress?.({ indexed: done, total })
     })
     if (indexed > 0) progress.done(indexed)
     if (pending === 0) throw ERR_SOURCE_EMPTY(options.sources.map((s) => s.path).join(', '))

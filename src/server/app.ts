@@ -7,7 +7,9 @@ import client from 'prom-client'
 import { AmbigqaError, ERR_BATCH_TOO_LARGE, ERR_QUESTION_INVALID, ERR_READER_UNAVAILABLE, ERR_TIMEOUT } from '../errors.js'
 import type { Pipeline } from '../pipeline/pipeline.js'
 import type { PassageStore } from '../../retriever/passage-store.js'
+import { Jobs } from './jobs.js'
 import { Limiter } from './limiter.js'
+import { silentLogger, type Logger } from '../log.js'
 
 export interface ServerLimits {
   maxQuestionLength: number
@@ -28,6 +30,9 @@ export interface ServerOptions {
   store: PassageStore
   storeDir: string
   limits?: Partial<ServerLimits>
+  /** Store folder that startIndexing builds into (default: <storeDir>-indexing). */
+  indexStore?: string
+  log?: Logger
 }
 
 function toGraphqlError(error: unknown): unknown {
@@ -53,6 +58,9 @@ async function withTimeout<T>(ms: number, work: Promise<T>): Promise<T> {
 export async function ambigqaServer(app: FastifyInstance, options: ServerOptions): Promise<void> {
   const limits = { ...defaultLimits, ...options.limits }
   const limiter = new Limiter(limits.concurrency, limits.queue)
+  const jobs = new Jobs(options.log ?? silentLogger)
+  const indexStore = options.indexStore ?? `${options.storeDir}-indexing`
+  app.addHook('onClose', async () => { await jobs.drain() })
   const registry = new client.Registry()
   const requests = new client.Counter({ name: 'ambigqa_graphql_requests_total', help: 'GraphQL field calls', labelNames: ['field', 'outcome'], registers: [registry] })
   const latency = new client.Histogram({ name: 'ambigqa_graphql_seconds', help: 'GraphQL field latency', labelNames: ['field'], registers: [registry], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5] })
@@ -105,10 +113,18 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
         if (!options.pipeline.readerAvailable) throw ERR_READER_UNAVAILABLE('askMany')
         return Promise.all(questions.map((q) => options.pipeline.ask(q, askOptions(args.options))))
       }),
-      job: guarded('job', false, () => null),
+      job: guarded('job', false, (args: { id: string }) => jobs.get(args.id) ?? null),
     },
     Mutation: {
+      startIndexing: guarded('startIndexing', false, (args: { source: string; format?: string }) =>
+        jobs.startIndexing(args.source, args.format ?? undefined, indexStore)),
       startEvaluation: guarded('startEvaluation', false, () => { throw ERR_READER_UNAVAILABLE('startEvaluation') }),
+    },
+    Subscription: {
+      jobProgress: {
+        subscribe: (_root: unknown, args: { id: string }) => jobs.watch(args.id),
+        resolve: (job: unknown) => job,
+      },
     },
   }
 
@@ -116,6 +132,7 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
     schema: readFileSync(resolve(import.meta.dirname, '../../../schema.graphql'), 'utf8'),
     resolvers: resolvers as never,
     graphiql: true,
+    subscription: true,
     queryDepth: limits.maxDepth,
   })
 

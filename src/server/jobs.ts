@@ -1,0 +1,81 @@
+// Background jobs (index builds) with their state, published to `jobProgress` subscribers.
+import { randomUUID } from 'node:crypto'
+import { EventEmitter, on } from 'node:events'
+import { buildIndex } from '../../index/build-index.js'
+import type { Logger } from '../log.js'
+
+export type JobState = 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED'
+
+export interface Job {
+  id: string
+  kind: string
+  state: JobState
+  progress: number | null
+  message: string | null
+  startedAt: string | null
+  finishedAt: string | null
+}
+
+const terminal = (job: Job) => job.state === 'SUCCEEDED' || job.state === 'FAILED'
+
+export class Jobs {
+  private readonly jobs = new Map<string, Job>()
+  private readonly events = new EventEmitter()
+  private readonly running = new Set<Promise<void>>()
+
+  constructor(private readonly log: Logger) {
+    this.events.setMaxListeners(0)
+  }
+
+  get(id: string): Job | undefined { return this.jobs.get(id) }
+
+  private update(job: Job, change: Partial<Job>): void {
+    Object.assign(job, change)
+    this.events.emit(job.id, { ...job })
+  }
+
+  /** Builds (or resumes) the store at `store` from `source`, as a job. */
+  startIndexing(source: string, format: string | undefined, store: string): Job {
+    const job: Job = { id: randomUUID(), kind: 'indexing', state: 'QUEUED', progress: 0, message: null, startedAt: null, finishedAt: null }
+    this.jobs.set(job.id, job)
+    const run = (async () => {
+      await new Promise((r) => setImmediate(r))
+      this.update(job, { state: 'RUNNING', startedAt: new Date().toISOString(), message: `ingesting ${source}` })
+      try {
+        const report = await buildIndex({
+          store, sources: [{ path: source, ...(format ? { format } : {}) } as never], onError: 'fail', batchSize: 2000, segmentSize: 1000, workers: 1, log: this.log,
+          onProgress: ({ indexed, total }) => this.update(job, { progress: total > 0 ? indexed / total : null, message: `indexed ${indexed} of ${total} passages` }),
+        })
+        this.update(job, { state: 'SUCCEEDED', progress: 1, finishedAt: new Date().toISOString(), message: `${report.passages} passages in ${store}` })
+      } catch (error) {
+        this.update(job, { state: 'FAILED', finishedAt: new Date().toISOString(), message: (error as Error).message })
+      }
+    })()
+    this.running.add(run)
+    void run.finally(() => this.running.delete(run))
+    return { ...job }
+  }
+
+  /** The job's current state, then every change until it finishes. */
+  async *watch(id: string): AsyncGenerator<Job> {
+    const job = this.jobs.get(id)
+    if (!job) return
+    const controller = new AbortController()
+    const changes = on(this.events, id, { signal: controller.signal })
+    try {
+      yield { ...job }
+      if (terminal(job)) return
+      for await (const [next] of changes) {
+        yield next as Job
+        if (terminal(next as Job)) return
+      }
+    } finally {
+      controller.abort()
+    }
+  }
+
+  /** Waits for running jobs (graceful shutdown). */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.running])
+  }
+}
