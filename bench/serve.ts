@@ -1,0 +1,45 @@
+// Load on loopback against the GraphQL `search` field (the reader does not exist yet, so not
+// `ask`): throughput and p50/p99 at concurrency 1, 8, 64, then 200 clients for a soak whose only
+// errors must be explicit overloads, with the server's memory sampled throughout.
+// Usage: node dist/bench/serve.js [store] [seconds-per-level] [soak-seconds]
+import autocannon from 'autocannon'
+import { loadConfig } from '../src/config.js'
+import { startServer } from '../src/server/start.js'
+
+const store = process.argv[2] ?? 'data/demo'
+const seconds = Number(process.argv[3] ?? 10)
+const soakSeconds = Number(process.argv[4] ?? 60)
+const questions = ['when did the harry potter movie come out', 'who sings i\'m coming out', 'who played the doctor in dexter season 1', 'how many episodes are in season 2 of the crown']
+
+const config = loadConfig({ flags: { store, 'log.level': 'warn' } })
+const app = await startServer(config, { host: '127.0.0.1', port: 0, bodyLimit: 64 * 1024, logLevel: 'warn', limits: {} })
+const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/graphql`
+let i = 0
+const body = () => JSON.stringify({ query: `{ search(question: ${JSON.stringify(questions[i++ % questions.length])}, k: 10) { id score } }` })
+
+async function run(connections: number, duration: number) {
+  let overloaded = 0
+  let otherErrors = 0
+  let maxRss = 0
+  const sampler = setInterval(() => { maxRss = Math.max(maxRss, process.memoryUsage().rss) }, 250)
+  const result = await autocannon({
+    url, connections, duration, method: 'POST', headers: { 'content-type': 'application/json' },
+    requests: [{ setupRequest: (request) => ({ ...request, body: body() }), onResponse: (status, responseBody) => {
+      if (status === 503 && responseBody.includes('AMBIGQA_ERR_OVERLOADED')) overloaded++
+      else if (status !== 200 || responseBody.includes('"errors"')) otherErrors++
+    } }],
+  })
+  clearInterval(sampler)
+  return {
+    connections, seconds: duration, requestsPerSecond: Math.round(result.requests.average),
+    p50Ms: result.latency.p50, p99Ms: result.latency.p99, ok: result['2xx'], overloaded, otherErrors,
+    transportErrors: result.errors + result.timeouts, maxRssMB: Math.round(maxRss / 1e6),
+  }
+}
+
+const rows = []
+for (const c of [1, 8, 64]) rows.push(await run(c, seconds))
+if (soakSeconds > 0) rows.push(await run(200, soakSeconds))
+console.log(JSON.stringify({ store, retriever: config.retriever, rows }, null, 2))
+await app.close()
+process.exit(0)
