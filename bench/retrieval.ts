@@ -12,6 +12,8 @@ import { retrievalMetrics } from '../src/eval/retrieval-metrics.js'
 import { createLogger } from '../src/log.js'
 import { DEFAULT_ENCODERS_DIR, DEFAULT_SHARED_DATA, PROJECT_ROOT } from '../src/paths.js'
 import { DenseEncoder, ENCODER_NAMES } from '../retriever/dense-encoder.js'
+import { buildElasticsearchIndex } from '../index/build-elasticsearch.js'
+import { Bm25EsRetriever } from '../retriever/bm25-es-retriever.js'
 import { DenseRetriever } from '../retriever/dense-retriever.js'
 import { loadVectors } from '../retriever/dense-vectors.js'
 import { fuse, type FusionMethod } from '../retriever/hybrid-retriever.js'
@@ -35,6 +37,14 @@ const texts = questions.map((q) => q.question)
 const store = PassageStore.openReadOnly(storeDir)
 const textOf = (id: string) => store.byId(id)?.text ?? ''
 const runs: SystemRun[] = [runOurBm25(storeDir, texts, 100), await runLucene(storeDir, texts, 100, join(out, 'lucene-eval-300'))]
+// BM25 on Elasticsearch when a cluster answers (scripts/elasticsearch up): the same sources into
+// an index of its own (resumable, so a second run reuses it).
+const esUrl = process.env.AMBIGQA_ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200'
+if (await fetch(`${esUrl}/_cluster/health`, { signal: AbortSignal.timeout(3000) }).then((r) => r.ok, () => false)) {
+  const es = { url: esUrl, index: 'ambigqa-bench-eval-300' }
+  await buildElasticsearchIndex({ es, sources: eval300Sources(values.data!), onError: 'fail', batchSize: 2000, log })
+  runs.push({ ...(await runRetriever(new Bm25EsRetriever(es), texts)), system: 'BM25 (Elasticsearch 8.17, english, k1 0.9 b 0.4)' })
+} else console.error(`bench/retrieval: no Elasticsearch at ${esUrl}, so no Elasticsearch row (scripts/elasticsearch up)`)
 
 // Dense rows for every encoder whose vectors the store holds (`ambigqa index encode`), and
 // fusions of BM25 with each: RRF, and weighted fusion over a grid of alpha (the BM25 weight).
