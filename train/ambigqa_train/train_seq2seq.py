@@ -1,0 +1,106 @@
+"""Train the BART seq2seq (SpanSeqGen, QD) from a config file and a seed; checkpoints and resumes.
+
+`python -m ambigqa_train.train_seq2seq --config train/configs/spanseqgen1-tiny.json --seed 0`
+Config keys: out, train_file, limit, max_source_len, max_target_len, warm, decoder_layers,
+batch_size, lr, warmup, steps, log_every, save_every.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import BartForConditionalGeneration, PreTrainedTokenizerFast
+
+from .common import batches, load_config, lr_at, read_jsonl, setup
+from .warm_start import build_bart, load_tokenizer, set_layer_norm_eps
+
+
+def load_seq2seq(path: Path) -> tuple[BartForConditionalGeneration, PreTrainedTokenizerFast]:
+    model = BartForConditionalGeneration.from_pretrained(str(path))
+    set_layer_norm_eps(model)
+    return model, load_tokenizer(path)
+
+
+def encode(tok: PreTrainedTokenizerFast, batch: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, torch.Tensor]:
+    enc = tok([r["input"] for r in batch], max_length=cfg["max_source_len"], truncation=True, padding=True, return_tensors="pt")
+    # Targets: answer tokens then [SEP] (eos); no [CLS] (the decoder start is added by shifting).
+    tgt = tok([r["target"] for r in batch], max_length=cfg["max_target_len"], truncation=True, padding=True,
+              add_special_tokens=False, return_tensors="pt")
+    eos = torch.full((len(batch), 1), tok.pad_token_id)
+    labels = torch.cat([tgt.input_ids, eos], dim=1)
+    lengths = tgt.attention_mask.sum(1)
+    labels[torch.arange(len(batch)), lengths] = tok.eos_token_id
+    labels[labels == tok.pad_token_id] = -100
+    return {"input_ids": enc.input_ids, "attention_mask": enc.attention_mask, "labels": labels}
+
+
+def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
+    setup(seed)
+    out = Path(cfg["out"]) / f"seed-{seed}"
+    ckpt = out / "checkpoint"
+    rows = read_jsonl(Path(cfg["train_file"]), cfg.get("limit"))
+    if (ckpt / "state.pt").exists():
+        model, tok = load_seq2seq(ckpt)
+        state = torch.load(ckpt / "state.pt", weights_only=False)
+        print(f"train: resuming {ckpt} at step {state['step']}")
+    else:
+        model, tok = build_bart(cfg.get("decoder_layers", 2), seed=seed, warm=cfg.get("warm", True))
+        state = {"step": 0}
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
+    if "optimizer" in state:
+        opt.load_state_dict(state["optimizer"])
+    model.train()
+    steps, step = int(cfg["steps"]), int(state["step"])
+    log_every, save_every = cfg.get("log_every", 10), cfg.get("save_every", 200)
+    t0, seen, loss_sum, n_loss = time.time(), 0, 0.0, 0
+    last = float("nan")
+    stream = batches(rows, cfg["batch_size"], seed, step)
+    while step < steps:
+        batch = next(stream)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, cfg["lr"], cfg.get("warmup", 0), steps)
+        loss = model(**encode(tok, batch, cfg)).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        step += 1
+        seen += len(batch)
+        loss_sum += loss.item()
+        n_loss += 1
+        if step % log_every == 0 or step == steps:
+            last = loss_sum / n_loss
+            print(json.dumps({"step": step, "loss": round(last, 4), "examples_per_s": round(seen / (time.time() - t0), 2)}), flush=True)
+            loss_sum, n_loss = 0.0, 0
+        if step % save_every == 0 or step == steps:
+            save(model, tok, opt, step, ckpt)
+    return {"step": step, "loss": last, "examples_per_s": seen / max(1e-9, time.time() - t0)}
+
+
+def save(model: BartForConditionalGeneration, tok: PreTrainedTokenizerFast, opt: torch.optim.Optimizer, step: int, ckpt: Path) -> None:
+    tmp = ckpt.with_name(ckpt.name + ".tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(tmp))
+    tok.save_pretrained(str(tmp))
+    torch.save({"step": step, "optimizer": opt.state_dict()}, tmp / "state.pt")
+    if ckpt.exists():
+        import shutil
+
+        shutil.rmtree(ckpt)
+    tmp.rename(ckpt)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="ambigqa_train.train_seq2seq")
+    ap.add_argument("--config", type=Path, required=True)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    print(json.dumps(train(load_config(a.config), a.seed)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""The training sets never hold an eval-300 question (needs ../shared/data)."""
+import json
+from pathlib import Path
+
+import pytest
+
+from ambigqa_train import data
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+pytestmark = pytest.mark.skipif(not (SHARED / "splits/eval-300.txt").exists(),
+                                reason=f"{SHARED} absent: the data-build tests need ../shared/data")
+
+
+def test_eval300_never_in_training(tmp_path: Path) -> None:
+    ev = data.load_eval300(SHARED)
+    assert len(ev.ids) == 300
+    counts = data.build(SHARED, tmp_path, squad_limit=3000)
+    assert counts["reranker-train"] > 0 and counts["spanseqgen1-train"] > 0
+    for f in tmp_path.glob("*.jsonl"):
+        for line in f.open():
+            r = json.loads(line)
+            q = r.get("question") or r["input"].split(data.SEP)[0]
+            assert not ev.excludes(r["id"].split(":")[-1], q), (f.name, r["id"])
+
+
+def test_eval300_detects_its_questions() -> None:
+    ev = data.load_eval300(SHARED)
+    dev = json.loads((SHARED / "ambignq/dev_light.json").read_text())
+    inside = next(r for r in dev if r["id"] in ev.ids)
+    assert ev.excludes(None, inside["question"].upper() + "?")
+    assert ev.excludes(inside["id"], "anything")
