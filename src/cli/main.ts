@@ -7,6 +7,7 @@ import { registerEvalCommands } from './eval-commands.js'
 import { registerBenchCommands } from './bench-commands.js'
 import { registerScoreCommand } from './score-command.js'
 import { registerServeCommand } from './serve-command.js'
+import { registerTrainCommands } from './train-command.js'
 
 export function buildProgram(): Command {
   const program = new Command('ambigqa')
@@ -20,6 +21,7 @@ export function buildProgram(): Command {
   registerBenchCommands(program)
   registerScoreCommand(program)
   registerServeCommand(program)
+  registerTrainCommands(program)
   return program
 }
 
