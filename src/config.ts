@@ -26,6 +26,20 @@ const configSchema = z
         workers: z.number().int().min(1).max(64),
       })
       .strict(),
+    server: z
+      .object({
+        host: z.string().min(1),
+        port: z.number().int().min(0).max(65_535),
+        bodyLimit: z.number().int().min(1024),
+        maxQuestionLength: z.number().int().min(1),
+        maxBatch: z.number().int().min(1),
+        maxK: z.number().int().min(1),
+        maxDepth: z.number().int().min(1),
+        concurrency: z.number().int().min(1),
+        queue: z.number().int().min(0),
+        timeoutMs: z.number().int().min(1),
+      })
+      .strict(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) }).strict(),
   })
   .strict()
@@ -42,6 +56,10 @@ export const defaults: Config = {
   // alpha: the weight of BM25 in weighted fusion; dense gets 1 - alpha.
   hybrid: { fusion: 'rrf', rrfK: 60, alpha: 0.5, depth: 100 },
   ingest: { onError: 'fail', batchSize: 2000, segmentSize: 200_000, workers: 2 },
+  server: {
+    host: '127.0.0.1', port: 4000, bodyLimit: 64 * 1024,
+    maxQuestionLength: 1000, maxBatch: 32, maxK: 1000, maxDepth: 6, concurrency: 8, queue: 64, timeoutMs: 30_000,
+  },
   log: { level: 'info' },
 }
 
@@ -86,7 +104,8 @@ export function loadConfig(sources: ConfigSources = {}): Config {
   }
 
   for (const [name, raw] of Object.entries(sources.env ?? process.env)) {
-    if (!name.startsWith('AMBIGQA_') || raw === undefined) continue
+    // AMBIGQA_TEST_* steer the test harness (scripts/test, .ci/run), not the program.
+    if (!name.startsWith('AMBIGQA_') || name.startsWith('AMBIGQA_TEST_') || raw === undefined) continue
     const known = envKeys[name]
     if (!known) {
       throw ERR_CONFIG_INVALID(name, 'the environment', 'is not a known setting', `Known variables: ${Object.keys(envKeys).join(', ')}`)

@@ -22,6 +22,9 @@ test('file < environment < flags', () => {
   assert.equal(loadConfig({ env: { AMBIGQA_BM25_K1: '1.1' }, cwd: dir }).bm25.k1, 1.1)
   assert.equal(loadConfig({ env: { AMBIGQA_BM25_K1: '1.1' }, flags: { 'bm25.k1': 2 }, cwd: dir }).bm25.k1, 2)
   assert.equal(loadConfig({ env: { AMBIGQA_INGEST_ON_ERROR: 'skip' }, cwd: dir }).ingest.onError, 'skip')
+  assert.equal(loadConfig({ env: { AMBIGQA_SERVER_MAX_BATCH: '4' }, cwd: dir }).server.maxBatch, 4)
+  // The test harness's own variables are not settings.
+  assert.deepEqual(loadConfig({ env: { AMBIGQA_TEST_SKIP_PYTHON: '1' }, cwd: dir }), loadConfig({ env: {}, cwd: dir }))
 })
 
 function configError(fn: () => unknown): AmbigqaError {

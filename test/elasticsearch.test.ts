@@ -31,7 +31,7 @@ async function reachable(): Promise<boolean> {
 }
 
 const up = await reachable()
-if (!up && (process.env.CI || process.env.AMBIGQA_REQUIRE_ELASTICSEARCH)) throw new Error(`CI (or AMBIGQA_REQUIRE_ELASTICSEARCH) is set but Elasticsearch is not reachable at ${URL}: .ci/run should have started it with scripts/elasticsearch up`)
+if (!up && (process.env.CI || process.env.AMBIGQA_TEST_REQUIRE_ELASTICSEARCH)) throw new Error(`CI (or AMBIGQA_TEST_REQUIRE_ELASTICSEARCH) is set but Elasticsearch is not reachable at ${URL}: .ci/run should have started it with scripts/elasticsearch up`)
 const esSkip = up ? false : `needs Elasticsearch at ${URL}; start it with scripts/elasticsearch up`
 const tsv = sharedFile('corpus/dpr-asqa300.tsv')
 const index = `ambigqa-test-${process.pid}`
