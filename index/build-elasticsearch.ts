@@ -3,17 +3,15 @@
 // document _id is the passage id, so re-sending a batch changes nothing; each source's position
 // is kept in the index's _meta and written after each acknowledged bulk batch, so a build killed
 // at any moment resumes where its last batch ended.
-import { createHash } from 'node:crypto'
-import { readdirSync, statSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import type { Client } from '@elastic/elasticsearch'
 import { ERR_ELASTICSEARCH_INDEX, ERR_SOURCE_CHANGED, ERR_SOURCE_EMPTY } from '../src/errors.js'
 import type { Logger } from '../src/log.js'
-import { Progress } from '../src/progress.js'
 import { createEsClient, esError, type EsOptions } from '../retriever/elasticsearch-client.js'
 import type { SourceSpec } from './build-index.js'
 import { createReader, detectFormat } from './formats.js'
 import type { Passage, ResumePoint } from './passage.js'
+import { fingerprintOf, readInBatches } from './read-in-batches.js'
 
 export interface EsBuildOptions {
   es: EsOptions
@@ -123,12 +121,8 @@ async function ingestSource(client: Client, meta: Required<NonNullable<Meta['amb
   if (from.records > 0) log.info({ source: path, records: from.records }, 'resuming an interrupted build')
   const reader = await createReader(path, format)
 
-  let batch: Passage[] = []
-  let skippedInBatch = 0
-  let position: ResumePoint = from
-  const flush = async () => {
-    if (batch.length > 0) {
-      const docs = batch
+  const flush = async (docs: Passage[], skippedInBatch: number, position: ResumePoint) => {
+    if (docs.length > 0) {
       const result = await client.helpers.bulk<Passage>({
         datasource: docs,
         onDocument: (doc) => ({ index: { _index: index, _id: doc.id } }),
@@ -150,56 +144,12 @@ async function ingestSource(client: Client, meta: Required<NonNullable<Meta['amb
     if (position.line !== undefined) state.line = position.line
     state.skipped += skippedInBatch
     await writeMeta(client, index, meta)
-    batch = []
-    skippedInBatch = 0
   }
-
-  const progress = new Progress({
-    label: `sending ${spec.path} to elasticsearch`,
-    unit: 'passages',
-    log,
-    fraction: () => (reader.totalBytes ? reader.bytesRead() / reader.totalBytes : undefined),
-  })
-  let seen = 0
-  try {
-    for await (const item of reader.read(from)) {
-      if (item.kind === 'bad-record') {
-        if (options.onError === 'fail') throw item.error
-        skippedInBatch += 1
-        report.skipped += 1
-        if (report.skipped <= 10) log.warn({ source: path }, `skipped: ${item.error.message}`)
-      } else {
-        const p = item.passage
-        batch.push(spec.idPrefix ? { ...p, id: spec.idPrefix + p.id } : p)
-        seen += 1
-      }
-      position = item.next
-      if (batch.length + skippedInBatch >= options.batchSize) {
-        await flush()
-        progress.update(seen)
-      }
-    }
-  } catch (err) {
-    // Keep what was read before the failure (when the cluster still answers): a later build resumes.
-    await flush().catch(() => undefined)
-    throw err
-  }
-  await flush()
-  progress.done(seen)
+  const read = await readInBatches(reader, from, { label: `sending ${spec.path} to elasticsearch`, onError: options.onError, batchSize: options.batchSize, log, ...(spec.idPrefix ? { idPrefix: spec.idPrefix } : {}) }, flush)
+  report.skipped += read.skipped
   if (state.sent === 0 && state.skipped === 0) throw ERR_SOURCE_EMPTY(path)
   state.done = true
   await writeMeta(client, index, meta)
   if (state.skipped > 0) log.warn({ source: path, skipped: state.skipped }, `skipped ${state.skipped} bad records (--on-error skip)`)
 }
 
-/** Size and modification time (as the SQLite build): enough to notice a changed source. */
-function fingerprintOf(path: string): string {
-  const stats = statSync(path)
-  if (!stats.isDirectory()) return `${stats.size}:${Math.round(stats.mtimeMs)}`
-  const hash = createHash('sha256')
-  for (const name of readdirSync(path).sort()) {
-    const s = statSync(join(path, name))
-    hash.update(`${name}:${s.size}:${Math.round(s.mtimeMs)}\n`)
-  }
-  return `dir:${hash.digest('hex')}`
-}

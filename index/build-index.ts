@@ -1,9 +1,7 @@
 // `ambigqa index build`: sources → passages in the store → BM25 segments → state 'ready'.
 // Each batch of passages is committed together with the source position after it, so a build
 // killed at any moment resumes where its last commit ended and adds nothing twice.
-import { createHash } from 'node:crypto'
-import { readdirSync, statSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { ERR_SOURCE_CHANGED, ERR_SOURCE_EMPTY } from '../src/errors.js'
 import type { Logger } from '../src/log.js'
 import { Progress } from '../src/progress.js'
@@ -11,6 +9,7 @@ import { indexPendingPassages } from '../retriever/bm25-index-writer.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { createReader, detectFormat, type SourceFormat } from './formats.js'
 import type { Passage, ResumePoint } from './passage.js'
+import { fingerprintOf, readInBatches } from './read-in-batches.js'
 
 export interface SourceSpec {
   path: string
@@ -106,12 +105,9 @@ async function ingestSource(store: PassageStore, spec: SourceSpec, options: Buil
     `UPDATE sources SET records = ?, byte_offset = ?, line = ?, passages = passages + ?, duplicates = duplicates + ?, skipped = skipped + ?
      WHERE key = ?`,
   )
-  let batch: Passage[] = []
-  let skippedInBatch = 0
-  let position: ResumePoint = from
   let total = row.passages
   let skipped = row.skipped
-  const commit = db.transaction(() => {
+  const commit = db.transaction((batch: Passage[], skippedInBatch: number, position: ResumePoint) => {
     let added = 0
     let duplicates = 0
     for (const p of batch) {
@@ -130,59 +126,11 @@ async function ingestSource(store: PassageStore, spec: SourceSpec, options: Buil
     report.added += added
     report.duplicates += duplicates
     total += added
-  })
-  const flush = () => {
-    commit()
     skipped += skippedInBatch
-    batch = []
-    skippedInBatch = 0
-  }
-
-  const progress = new Progress({
-    label: `reading ${spec.path}`,
-    unit: 'passages',
-    log,
-    fraction: () => (reader.totalBytes ? reader.bytesRead() / reader.totalBytes : undefined),
   })
-  let seen = 0
-  try {
-    for await (const item of reader.read(from)) {
-      if (item.kind === 'bad-record') {
-        if (options.onError === 'fail') throw item.error
-        skippedInBatch += 1
-        report.skipped += 1
-        if (report.skipped <= 10) log.warn({ source: path }, `skipped: ${item.error.message}`)
-      } else {
-        const p = item.passage
-        batch.push(spec.idPrefix ? { ...p, id: spec.idPrefix + p.id } : p)
-        seen += 1
-      }
-      position = item.next
-      if (batch.length + skippedInBatch >= options.batchSize) {
-        flush()
-        progress.update(seen)
-      }
-    }
-  } catch (err) {
-    // Keep what was read before the failure: the store stays 'building', and a later build resumes.
-    flush()
-    throw err
-  }
-  flush()
-  progress.done(seen)
+  const read = await readInBatches(reader, from, { label: `reading ${spec.path}`, onError: options.onError, batchSize: options.batchSize, log, ...(spec.idPrefix ? { idPrefix: spec.idPrefix } : {}) }, commit)
+  report.skipped += read.skipped
   if (total === 0 && skipped === 0) throw ERR_SOURCE_EMPTY(path)
   db.prepare('UPDATE sources SET done = 1 WHERE key = ?').run(key)
   if (skipped > 0) log.warn({ source: path, skipped }, `skipped ${skipped} bad records (--on-error skip)`)
-}
-
-/** Size and modification time: enough to notice that a source changed under a paused build. */
-function fingerprintOf(path: string): string {
-  const stats = statSync(path)
-  if (!stats.isDirectory()) return `${stats.size}:${Math.round(stats.mtimeMs)}`
-  const hash = createHash('sha256')
-  for (const name of readdirSync(path).sort()) {
-    const s = statSync(join(path, name))
-    hash.update(`${name}:${s.size}:${Math.round(s.mtimeMs)}\n`)
-  }
-  return `dir:${hash.digest('hex')}`
 }
