@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+import shutil
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,3 +49,55 @@ def lr_at(step: int, base: float, warmup: int, total: int) -> float:
     if step < warmup:
         return base * (step + 1) / warmup
     return base * max(0.0, (total - step) / max(1, total - warmup))
+
+
+def run_steps(
+    model: torch.nn.Module,
+    tok: Any,
+    opt: torch.optim.Optimizer,
+    rows: list[dict[str, Any]],
+    cfg: dict[str, Any],
+    seed: int,
+    start_step: int,
+    ckpt: Path,
+    loss_of: Callable[[list[dict[str, Any]]], torch.Tensor],
+    rate_key: str,
+) -> dict[str, float]:
+    """The training loop both models share: warm-up/linear LR, clipping, JSON progress lines with
+    the rate, and an atomic checkpoint (model, tokenizer, optimizer, step) every save_every steps."""
+    steps, step = int(cfg["steps"]), start_step
+    log_every, save_every = cfg.get("log_every", 10), cfg.get("save_every", 200)
+    t0, seen, loss_sum, n_loss, last = time.time(), 0, 0.0, 0, float("nan")
+    stream = batches(rows, cfg["batch_size"], seed, step)
+    while step < steps:
+        batch = next(stream)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, cfg["lr"], cfg.get("warmup", 0), steps)
+        loss = loss_of(batch)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        step += 1
+        seen += len(batch)
+        loss_sum += loss.item()
+        n_loss += 1
+        if step % log_every == 0 or step == steps:
+            last = loss_sum / n_loss
+            print(json.dumps({"step": step, "loss": round(last, 4), rate_key: round(seen / (time.time() - t0), 2)}), flush=True)
+            loss_sum, n_loss = 0.0, 0
+        if step % save_every == 0 or step == steps:
+            save_checkpoint(model, tok, opt, step, ckpt)
+    return {"step": step, "loss": last, rate_key: seen / max(1e-9, time.time() - t0)}
+
+
+def save_checkpoint(model: Any, tok: Any, opt: torch.optim.Optimizer, step: int, ckpt: Path) -> None:
+    """Written beside the checkpoint, then swapped in, so a kill never leaves half of one."""
+    tmp = ckpt.with_name(ckpt.name + ".tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(tmp))
+    tok.save_pretrained(str(tmp))
+    torch.save({"step": step, "optimizer": opt.state_dict()}, tmp / "state.pt")
+    if ckpt.exists():
+        shutil.rmtree(ckpt)
+    tmp.rename(ckpt)

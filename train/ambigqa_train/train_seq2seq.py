@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import BartForConditionalGeneration, PreTrainedTokenizerFast
 
-from .common import batches, load_config, lr_at, read_jsonl, setup
+from .common import load_config, read_jsonl, run_steps, setup
 from .warm_start import build_bart, load_tokenizer, set_layer_norm_eps
 
 
@@ -54,44 +53,7 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
     if "optimizer" in state:
         opt.load_state_dict(state["optimizer"])
     model.train()
-    steps, step = int(cfg["steps"]), int(state["step"])
-    log_every, save_every = cfg.get("log_every", 10), cfg.get("save_every", 200)
-    t0, seen, loss_sum, n_loss = time.time(), 0, 0.0, 0
-    last = float("nan")
-    stream = batches(rows, cfg["batch_size"], seed, step)
-    while step < steps:
-        batch = next(stream)
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step, cfg["lr"], cfg.get("warmup", 0), steps)
-        loss = model(**encode(tok, batch, cfg)).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        step += 1
-        seen += len(batch)
-        loss_sum += loss.item()
-        n_loss += 1
-        if step % log_every == 0 or step == steps:
-            last = loss_sum / n_loss
-            print(json.dumps({"step": step, "loss": round(last, 4), "examples_per_s": round(seen / (time.time() - t0), 2)}), flush=True)
-            loss_sum, n_loss = 0.0, 0
-        if step % save_every == 0 or step == steps:
-            save(model, tok, opt, step, ckpt)
-    return {"step": step, "loss": last, "examples_per_s": seen / max(1e-9, time.time() - t0)}
-
-
-def save(model: BartForConditionalGeneration, tok: PreTrainedTokenizerFast, opt: torch.optim.Optimizer, step: int, ckpt: Path) -> None:
-    tmp = ckpt.with_name(ckpt.name + ".tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(tmp))
-    tok.save_pretrained(str(tmp))
-    torch.save({"step": step, "optimizer": opt.state_dict()}, tmp / "state.pt")
-    if ckpt.exists():
-        import shutil
-
-        shutil.rmtree(ckpt)
-    tmp.rename(ckpt)
+    return run_steps(model, tok, opt, rows, cfg, seed, int(state["step"]), ckpt, lambda batch: model(**encode(tok, batch, cfg)).loss, "examples_per_s")
 
 
 def main(argv: list[str] | None = None) -> None:
