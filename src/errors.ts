@@ -167,6 +167,12 @@ export const ERR_MODEL_MISSING = createError(
   (path: string, command: string) => `model file ${path} is missing. Run \`${command}\` to fetch or build it`,
 )
 
+export const ERR_MODEL_INVALID = createError(
+  'MODEL_INVALID',
+  503,
+  (path: string, problem: string, fix: string) => `model ${path}: ${problem}. ${fix}`,
+)
+
 export const ERR_ELASTICSEARCH_UNAVAILABLE = createError(
   'ELASTICSEARCH_UNAVAILABLE',
   503,
@@ -220,5 +226,5 @@ export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_QUESTIONS_FILE, ERR_DATA_MISSING,
   ERR_INTERNAL, ERR_SOURCE_CHANGED,
   ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID,
-  ERR_MODEL_MISSING,
+  ERR_MODEL_MISSING, ERR_MODEL_INVALID,
 ] as unknown as readonly ErrorFactory<never[]>[]

@@ -1,0 +1,40 @@
+// Creating onnxruntime sessions for the reader: CPU by default; `cuda` asks for the CUDA provider
+// and falls back to the CPU with one warning when the machine has no usable GPU, never a crash.
+import ort from 'onnxruntime-node'
+import type { Logger } from '../src/log.js'
+import { silentLogger } from '../src/log.js'
+
+export type Device = 'cpu' | 'cuda'
+
+export interface SessionOptions {
+  device: Device
+  /** Threads inside one operator; 0 lets onnxruntime choose. */
+  threads: number
+  graphOptimization: 'disabled' | 'basic' | 'extended' | 'all'
+  logger?: Logger
+}
+
+export const defaultSessionOptions: SessionOptions = { device: 'cpu', threads: 2, graphOptimization: 'all' }
+
+const warnedDevices = new Set<string>()
+
+export async function createSession(path: string, options: SessionOptions): Promise<ort.InferenceSession> {
+  const base: ort.InferenceSession.SessionOptions = {
+    intraOpNumThreads: options.threads,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: options.graphOptimization,
+  }
+  if (options.device === 'cuda') {
+    try {
+      return await ort.InferenceSession.create(path, { ...base, executionProviders: ['cuda'] })
+    } catch (error) {
+      // One warning per process: a model folder has several files and each would repeat it.
+      if (!warnedDevices.has('cuda')) {
+        warnedDevices.add('cuda')
+        const logger = options.logger ?? silentLogger
+        logger.warn({ err: (error as Error).message }, 'device cuda is not usable here; running the reader on the CPU. On a CUDA 12 machine, reinstall onnxruntime-node without ONNXRUNTIME_NODE_INSTALL=skip so it fetches the CUDA libraries; otherwise set reader.device to cpu')
+      }
+    }
+  }
+  return ort.InferenceSession.create(path, { ...base, executionProviders: ['cpu'] })
+}

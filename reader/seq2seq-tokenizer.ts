@@ -1,0 +1,46 @@
+// The reader's tokenizer: a model folder's tokenizer.json read offline by @huggingface/tokenizers.
+// The JS library ignores the file's truncation settings, so truncation happens here, keeping the
+// closing special token the post-processor adds (as Python's `truncation=True` does).
+import { readFileSync, existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { Tokenizer } from '@huggingface/tokenizers'
+
+export class Seq2SeqTokenizer {
+  private constructor(private readonly tokenizer: Tokenizer, private readonly specialIds: ReadonlySet<number>) {}
+
+  static load(dir: string): Seq2SeqTokenizer {
+    const json = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as { added_tokens?: { id: number; special: boolean }[] }
+    const configPath = join(dir, 'tokenizer_config.json')
+    const config = existsSync(configPath) ? JSON.parse(readFileSync(configPath, 'utf8')) as object : {}
+    const specialIds = new Set((json.added_tokens ?? []).filter((t) => t.special).map((t) => t.id))
+    return new Seq2SeqTokenizer(new Tokenizer(json, config), specialIds)
+  }
+
+  /** Token ids with the model's special tokens, cut to `maxLength` keeping the last one. */
+  encode(text: string, maxLength = Infinity): number[] {
+    const ids = this.tokenizer.encode(text).ids
+    if (ids.length <= maxLength) return ids
+    return [...ids.slice(0, maxLength - 1), ids[ids.length - 1]!]
+  }
+
+  /** Token ids of a piece of text without special tokens (an answer prefix, a span). */
+  encodePlain(text: string): number[] {
+    return this.tokenizer.encode(text, { add_special_tokens: false }).ids
+  }
+
+  decode(ids: readonly number[], skipSpecialTokens = true): string {
+    return this.tokenizer.decode([...ids], { skip_special_tokens: skipSpecialTokens })
+  }
+
+  tokenId(token: string): number | undefined {
+    return this.tokenizer.token_to_id(token)
+  }
+
+  isSpecial(id: number): boolean {
+    return this.specialIds.has(id)
+  }
+
+  get vocabSize(): number {
+    return this.tokenizer.get_vocab(true).size
+  }
+}

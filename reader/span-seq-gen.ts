@@ -1,0 +1,122 @@
+// SpanSeqGen (Min et al. 2020): the question and the reranked passages in, every distinct answer
+// out, generated as one sequence with a separator token between answers.
+import type { RetrievedPassage } from '../retriever/retriever.js'
+import { hasAnswer } from '../src/eval/has-answer.js'
+import { normalizeAnswer } from '../src/eval/normalize-answer.js'
+import { ERR_MODEL_INVALID } from '../src/errors.js'
+import { generate, type Hypothesis } from './generate.js'
+import type { GenerationOptions } from './generation-options.js'
+import type { TokenConstraint } from './logits-processors.js'
+import { joinInput, passagesText, surfaceForm } from './reader-input.js'
+import type { Seq2SeqModel } from './seq2seq-model.js'
+
+export interface SpanSeqGenOptions {
+  /** Input budget in tokens (the length the model was trained at). */
+  maxInputTokens: number
+  /** The token that separates answers in the output. */
+  separator: string
+  /** Decoding may only copy spans of the input passages. */
+  constrainToPassages: boolean
+  generation: Partial<GenerationOptions>
+}
+
+export const defaultSpanSeqGenOptions: SpanSeqGenOptions = { maxInputTokens: 384, separator: '<SEP>', constrainToPassages: false, generation: {} }
+
+export interface ReadingQuestion {
+  question: string
+  passages: readonly RetrievedPassage[]
+  /** Answers already known, forced as the start of the output (co-training's prefix). */
+  knownAnswers?: readonly string[]
+}
+
+export interface PredictedAnswer {
+  /** The answer as the evidence writes it (the model's own lower-cased text when no passage has it). */
+  answer: string
+  /** The model's probability of this answer's tokens and the separator or end that closes it. */
+  probability: number
+  /** Passages that contain the answer, in reading order. */
+  evidence: RetrievedPassage[]
+}
+
+export class SpanSeqGen {
+  readonly options: SpanSeqGenOptions
+  private readonly separatorId: number
+
+  constructor(readonly model: Seq2SeqModel, options: Partial<SpanSeqGenOptions> = {}) {
+    this.options = { ...defaultSpanSeqGenOptions, ...options }
+    const id = model.tokenizer.tokenId(this.options.separator)
+    if (id === undefined) throw ERR_MODEL_INVALID(`${model.dir}/tokenizer.json`, `has no answer separator token '${this.options.separator}'`, 'Set reader.separator to the token the model was trained with')
+    this.separatorId = id
+  }
+
+  input(item: ReadingQuestion): number[] {
+    return this.model.tokenizer.encode(joinInput(item.question, passagesText(item.passages)), this.options.maxInputTokens)
+  }
+
+  async read(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<PredictedAnswer[][]> {
+    const tokenizer = this.model.tokenizer
+    const requests = items.map((item) => {
+      const input = this.input(item)
+      const prefix = (item.knownAnswers ?? []).flatMap((a) => [...tokenizer.encodePlain(a), this.separatorId])
+      return { input, prefix, ...(this.options.constrainToPassages ? { constraint: this.spanConstraint(input) } : {}) }
+    })
+    const options = { ...this.model.generationDefaults, ...this.options.generation }
+    const hypotheses = await generate(this.model, requests, options, signal ? { signal } : {})
+    return hypotheses.map((list, i) => this.answers(list[0]!, items[i]!, requests[i]!.prefix.length))
+  }
+
+  /** Splits the best hypothesis on the separator; distinct answers by normalised form, order kept. */
+  private answers(hypothesis: Hypothesis, item: ReadingQuestion, prefixLength: number): PredictedAnswer[] {
+    const { eosTokenIds, padTokenId } = this.model.config
+    const tokens = hypothesis.tokens.slice(1)
+    const logProbs = [...new Array<number>(prefixLength).fill(0), ...hypothesis.tokenLogProbs]
+    const out: PredictedAnswer[] = []
+    const seen = new Set<string>()
+    let piece: number[] = []
+    let logProb = 0
+    for (let i = 0; i <= tokens.length; i++) {
+      const token = tokens[i]
+      const ends = token === undefined || token === this.separatorId || eosTokenIds.includes(token)
+      if (token !== undefined && token !== padTokenId) logProb += logProbs[i] ?? 0
+      if (!ends) {
+        if (token !== padTokenId) piece.push(token)
+        continue
+      }
+      const text = this.model.tokenizer.decode(piece).trim()
+      const key = normalizeAnswer(text)
+      if (key.length > 0 && !seen.has(key)) {
+        seen.add(key)
+        const evidence = item.passages.filter((p) => hasAnswer(`${p.title} ${p.text}`, [text]))
+        const surface = evidence.map((p) => surfaceForm(text, p.text) ?? surfaceForm(text, p.title)).find((s) => s !== undefined)
+        out.push({ answer: surface ?? text, probability: Math.exp(logProb), evidence })
+      }
+      piece = []
+      logProb = 0
+      if (token === undefined || eosTokenIds.includes(token)) break
+    }
+    return out
+  }
+
+  /**
+   * Copying only: after the separator (or at the start) any token of the passages may begin an
+   * answer; inside an answer, only a token that continues it somewhere in the input, or the
+   * separator or end once the answer is non-empty.
+   */
+  private spanConstraint(input: readonly number[]): TokenConstraint {
+    const closers = [this.separatorId, ...this.model.config.eosTokenIds]
+    const starts = [...new Set(input)].filter((t) => !this.model.tokenizer.isSpecial(t))
+    return (sequence) => {
+      let begin = sequence.length
+      while (begin > 1 && sequence[begin - 1] !== this.separatorId) begin--
+      const partial = sequence.slice(begin)
+      if (partial.length === 0) return starts
+      const next = new Set(closers)
+      outer: for (let i = 0; i + partial.length < input.length; i++) {
+        for (let j = 0; j < partial.length; j++) if (input[i + j] !== partial[j]) continue outer
+        const follower = input[i + partial.length]!
+        if (!this.model.tokenizer.isSpecial(follower)) next.add(follower)
+      }
+      return next
+    }
+  }
+}
