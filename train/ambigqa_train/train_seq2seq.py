@@ -2,7 +2,11 @@
 
 `python -m ambigqa_train.train_seq2seq --config train/configs/spanseqgen1-tiny.json --seed 0`
 Config keys: out, train_file, limit, max_source_len, max_target_len, warm, decoder_layers,
-batch_size, lr, warmup, steps, log_every, save_every.
+batch_size, lr, warmup, steps, log_every, save_every, init.
+`init` (optional): a checkpoint folder (model + tokenizer, e.g. stage 1's
+`checkpoints/spanseqgen1/seed-0/checkpoint`) to start from instead of the MiniLM warm start
+(`warm`, `decoder_layers` then do not apply); optimizer and step start fresh. A run that has
+its own checkpoint resumes from that and ignores `init`.
 """
 from __future__ import annotations
 
@@ -46,6 +50,13 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
         model, tok = load_seq2seq(ckpt)
         state = torch.load(ckpt / "state.pt", weights_only=False)
         print(f"train: resuming {ckpt} at step {state['step']}")
+    elif cfg.get("init"):
+        init = Path(cfg["init"])
+        if not (init / "config.json").exists():
+            raise FileNotFoundError(f"init checkpoint {init} missing: train the model it names first")
+        model, tok = load_seq2seq(init)
+        state = {"step": 0}
+        print(f"train: starting from {init}")
     else:
         model, tok = build_bart(cfg.get("decoder_layers", 2), seed=seed, warm=cfg.get("warm", True))
         state = {"step": 0}
