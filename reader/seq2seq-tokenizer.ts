@@ -29,6 +29,7 @@ export class Seq2SeqTokenizer {
   }
 
   decode(ids: readonly number[], skipSpecialTokens = true): string {
+    if (ids.length === 0) return ''
     return this.tokenizer.decode([...ids], { skip_special_tokens: skipSpecialTokens })
   }
 

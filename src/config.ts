@@ -1,10 +1,10 @@
 // Configuration: defaults < file (ambigqa.config.json or --config) < environment (AMBIGQA_*) <
 // flags. Validated once at start; a bad value names its key, where it came from, and the fix.
 import { existsSync, readFileSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { z } from 'zod'
 import { ERR_CONFIG_FILE, ERR_CONFIG_INVALID } from './errors.js'
-import { DEFAULT_ENCODERS_DIR } from './paths.js'
+import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR } from './paths.js'
 
 const configSchema = z
   .object({
@@ -35,9 +35,23 @@ const configSchema = z
         maxBatch: z.number().int().min(1),
         maxK: z.number().int().min(1),
         maxDepth: z.number().int().min(1),
+        maxCost: z.number().int().min(1),
         concurrency: z.number().int().min(1),
         queue: z.number().int().min(0),
         timeoutMs: z.number().int().min(1),
+      })
+      .strict(),
+    reader: z
+      .object({
+        spanseqgen: z.string().min(1),
+        qd: z.string().min(1),
+        precision: z.enum(['fp32', 'int8']),
+        device: z.enum(['cpu', 'cuda']),
+        threads: z.number().int().min(0).max(64),
+        maxBatch: z.number().int().min(1).max(256),
+        maxInputTokens: z.number().int().min(16).max(4096),
+        numBeams: z.number().int().min(0).max(32),
+        constrainToPassages: z.boolean(),
       })
       .strict(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) }).strict(),
@@ -58,17 +72,22 @@ export const defaults: Config = {
   ingest: { onError: 'fail', batchSize: 2000, segmentSize: 200_000, workers: 2 },
   server: {
     host: '127.0.0.1', port: 4000, bodyLimit: 64 * 1024,
-    maxQuestionLength: 1000, maxBatch: 32, maxK: 1000, maxDepth: 6, concurrency: 8, queue: 64, timeoutMs: 30_000,
+    maxQuestionLength: 1000, maxBatch: 32, maxK: 1000, maxDepth: 6, maxCost: 500, concurrency: 8, queue: 64, timeoutMs: 30_000,
+  },
+  // The trained defaults live in assets/models (int8, rebuilt by scripts/train-defaults).
+  reader: {
+    spanseqgen: join(DEFAULT_READER_DIR, 'spanseqgen'), qd: join(DEFAULT_READER_DIR, 'qd'), precision: 'int8', device: 'cpu',
+    threads: 2, maxBatch: 8, maxInputTokens: 256, numBeams: 0, constrainToPassages: false,
   },
   log: { level: 'info' },
 }
 
 /** Leaf keys the environment may set: AMBIGQA_BM25_K1 sets bm25.k1, and so on. */
-const envKeys: Record<string, { key: string; type: 'string' | 'number' }> = {}
+const envKeys: Record<string, { key: string; type: 'string' | 'number' | 'boolean' }> = {}
 for (const [key, value] of leaves(defaults)) {
   envKeys[`AMBIGQA_${key.replace(/\./g, '_').replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()}`] = {
     key,
-    type: typeof value === 'number' ? 'number' : 'string',
+    type: typeof value === 'number' ? 'number' : typeof value === 'boolean' ? 'boolean' : 'string',
   }
 }
 
@@ -110,7 +129,10 @@ export function loadConfig(sources: ConfigSources = {}): Config {
     if (!known) {
       throw ERR_CONFIG_INVALID(name, 'the environment', 'is not a known setting', `Known variables: ${Object.keys(envKeys).join(', ')}`)
     }
-    const value = known.type === 'number' ? Number(raw) : raw
+    if (known.type === 'boolean' && raw !== 'true' && raw !== 'false') {
+      throw ERR_CONFIG_INVALID(known.key, `environment ${name}`, `must be true or false, got '${raw}'`, `Set ${name} to true or false`)
+    }
+    const value = known.type === 'number' ? Number(raw) : known.type === 'boolean' ? raw === 'true' : raw
     if (known.type === 'number' && (raw.trim() === '' || Number.isNaN(value))) {
       throw ERR_CONFIG_INVALID(known.key, `environment ${name}`, `must be a number, got '${raw}'`, `Set ${name} to a number`)
     }

@@ -201,7 +201,13 @@ export const ERR_BATCH_TOO_LARGE = createError(
 export const ERR_READER_UNAVAILABLE = createError(
   'READER_UNAVAILABLE',
   503,
-  (what: string) => `${what} needs the SpanSeqGen reader, which is not available yet. Train or fetch it with \`ambigqa train reader\` (issues 5 and 6); until then use search`,
+  (what: string, reason: string) => `${what} needs the reader models, which did not load: ${reason}. Until they do, search works`,
+)
+
+export const ERR_QUERY_TOO_COSTLY = createError(
+  'QUERY_TOO_COSTLY',
+  400,
+  (cost: number, max: number) => `query costs at least ${cost}, more than the limit of ${max} (ask costs 50 per question, search 5, any other field 1). Split it into several requests or raise server.maxCost`,
 )
 
 export const ERR_OVERLOADED = createError(
@@ -216,15 +222,22 @@ export const ERR_TIMEOUT = createError(
   (ms: number) => `request took longer than ${ms} ms. Ask for fewer passages or raise server.timeoutMs`,
 )
 
+/** An output folder (e.g. `eval ambignq --out`) that cannot be created or written. */
+export const ERR_OUTPUT_UNWRITABLE = createError(
+  'OUTPUT_UNWRITABLE',
+  400,
+  (path: string, problem: string) => `cannot write to ${path} (${problem}). Pass --out a folder you can write to`,
+)
+
 /** Every factory in the catalogue, for tests that check codes are unique and well formed. */
 export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_QUESTION_INVALID as ErrorFactory<never[]>, ERR_BATCH_TOO_LARGE as ErrorFactory<never[]>,
-  ERR_READER_UNAVAILABLE as ErrorFactory<never[]>, ERR_OVERLOADED as ErrorFactory<never[]>, ERR_TIMEOUT as ErrorFactory<never[]>,
+  ERR_READER_UNAVAILABLE as ErrorFactory<never[]>, ERR_OVERLOADED as ErrorFactory<never[]>, ERR_TIMEOUT as ErrorFactory<never[]>, ERR_QUERY_TOO_COSTLY as ErrorFactory<never[]>,
   ERR_ELASTICSEARCH_UNAVAILABLE, ERR_ELASTICSEARCH_INDEX,
   ERR_USAGE, ERR_CONFIG_INVALID, ERR_CONFIG_FILE, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_EMPTY,
   ERR_SOURCE_FORMAT_UNKNOWN, ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED, ERR_STORE_NOT_FOUND,
   ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_QUESTIONS_FILE, ERR_DATA_MISSING,
   ERR_INTERNAL, ERR_SOURCE_CHANGED,
   ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID,
-  ERR_MODEL_MISSING, ERR_MODEL_INVALID,
+  ERR_MODEL_MISSING, ERR_MODEL_INVALID, ERR_OUTPUT_UNWRITABLE,
 ] as unknown as readonly ErrorFactory<never[]>[]

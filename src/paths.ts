@@ -13,6 +13,9 @@ export const DEFAULT_SHARED_DATA = resolve(PROJECT_ROOT, '..', 'shared', 'data')
 /** Where scripts/assets lays out the sentence encoders. */
 export const DEFAULT_ENCODERS_DIR = join(PROJECT_ROOT, 'models', 'encoders')
 
+/** The trained reader models the demo uses (small int8 exports kept in the repository). */
+export const DEFAULT_READER_DIR = join(PROJECT_ROOT, 'assets', 'models')
+
 export function requireSharedFile(dataDir: string, relative: string, what: string): string {
   const path = join(dataDir, relative)
   if (!existsSync(path)) throw ERR_DATA_MISSING(path, what)

@@ -65,11 +65,11 @@ test('empty and oversize questions, bad k, oversize batch are refused with codes
   await instance.close()
 })
 
-test('ask, askMany and startEvaluation say the reader is not available yet', async () => {
+test('without reader models, ask, askMany and startEvaluation say why and search still works', async () => {
   const instance = await app()
   const ask = await gql(instance, '{ ask(question: "who wrote harry potter") { question answers { answer } } }')
   assert.equal(code(ask.body), 'AMBIGQA_ERR_READER_UNAVAILABLE')
-  assert.match(ask.body.errors![0]!.message, /ambigqa train reader/)
+  assert.match(ask.body.errors![0]!.message, /reader models, which did not load: no reader was configured/)
   assert.equal(code((await gql(instance, '{ askMany(questions: ["a"]) { question } }')).body), 'AMBIGQA_ERR_READER_UNAVAILABLE')
   assert.equal(code((await gql(instance, 'mutation { startEvaluation(data: "x") { id } }')).body), 'AMBIGQA_ERR_READER_UNAVAILABLE')
   await instance.close()
@@ -114,5 +114,23 @@ test('body over bodyLimit is refused with 413; metrics and graphiql are served',
   const metrics = await instance.inject({ method: 'GET', url: '/metrics' })
   assert.match(metrics.body, /ambigqa_graphql_requests_total\{field="health",outcome="ok"\} 1/)
   assert.equal((await instance.inject({ method: 'GET', url: '/graphiql' })).statusCode, 200)
+  await instance.close()
+})
+
+test('a query over the cost limit is refused before it runs: aliased asks, fragments under aliases, big askMany lists', async () => {
+  const instance = await app({ maxCost: 120, maxBatch: 10 })
+  const aliased = await gql(instance, '{ a: ask(question: "x") { question } b: ask(question: "y") { question } c: ask(question: "z") { question } }')
+  assert.equal(aliased.status, 400)
+  assert.equal(code(aliased.body), 'AMBIGQA_ERR_QUERY_TOO_COSTLY')
+  assert.match(aliased.body.errors![0]!.message, /more than the limit of 120.*server\.maxCost/)
+  const fragments = await gql(instance, 'fragment S on Query { search(question: "x") { id title text score } } { ...S a: search(question: "y") { id } b: search(question: "z") { id } ...S ...S ...S ...S ...S ...S ...S ...S ...S ...S ...S ...S ...S ...S ...S ...S }')
+  assert.equal(code(fragments.body), 'AMBIGQA_ERR_QUERY_TOO_COSTLY')
+  const batch = await gql(instance, '{ askMany(questions: ["a", "b", "c"]) { question } }')
+  assert.equal(code(batch.body), 'AMBIGQA_ERR_QUERY_TOO_COSTLY')
+  const variable = await gql(instance, 'query($qs: [String!]!) { askMany(questions: $qs) { question } }', { qs: ['a'] })
+  assert.equal(code(variable.body), 'AMBIGQA_ERR_QUERY_TOO_COSTLY', 'a variable list is costed at the batch limit')
+  const cheap = await gql(instance, '{ search(question: "harry potter", k: 2) { id } health { ok } }')
+  assert.equal(cheap.status, 200)
+  assert.equal(cheap.body.data.search.length, 2)
   await instance.close()
 })

@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander'
 import { isAmbigqaError } from '../errors.js'
 import { registerIndexCommands } from './index-commands.js'
 import { registerSearchCommand } from './search-command.js'
+import { registerAskCommand } from './ask-command.js'
 import { registerEvalCommands } from './eval-commands.js'
 import { registerBenchCommands } from './bench-commands.js'
 import { registerScoreCommand } from './score-command.js'
@@ -17,6 +18,7 @@ export function buildProgram(): Command {
     .showHelpAfterError()
   registerIndexCommands(program)
   registerSearchCommand(program)
+  registerAskCommand(program)
   registerEvalCommands(program)
   registerBenchCommands(program)
   registerScoreCommand(program)

@@ -27,6 +27,10 @@ export interface PipelineStages {
   reranker?: Stage<Retrieved, Reranked>
   reader?: Stage<Reranked, Read>
   disambiguator?: Stage<Read, Disambiguated>
+  /** Why the reader is missing, for the error `ask` gives. */
+  readerProblem?: string
+  /** Releases what the stages hold (model sessions), after the retriever. */
+  close?: () => Promise<void>
 }
 
 /** Identity reranker: keeps the retriever's order, cut to `read` passages. */
@@ -50,7 +54,7 @@ export class Pipeline {
 
   async ask(question: string, options: AskOptions, signal?: AbortSignal): Promise<Disambiguated> {
     const { reader, disambiguator } = this.stages
-    if (!reader || !disambiguator) throw ERR_READER_UNAVAILABLE('ask')
+    if (!reader || !disambiguator) throw ERR_READER_UNAVAILABLE('ask', this.stages.readerProblem ?? 'no reader was configured')
     const start = performance.now()
     const retrieved = await this.retrieve(question, options.retrieve)
     const reranker = this.stages.reranker ?? passThroughReranker(options.read)
@@ -69,5 +73,6 @@ export class Pipeline {
 
   async close(): Promise<void> {
     await this.stages.retriever.close()
+    await this.stages.close?.()
   }
 }

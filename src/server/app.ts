@@ -9,6 +9,7 @@ import type { Pipeline } from '../pipeline/pipeline.js'
 import type { PassageStore } from '../../retriever/passage-store.js'
 import { Jobs } from './jobs.js'
 import { Limiter } from './limiter.js'
+import { queryCostRule } from './query-cost.js'
 import { silentLogger, type Logger } from '../log.js'
 
 export interface ServerLimits {
@@ -16,13 +17,14 @@ export interface ServerLimits {
   maxBatch: number
   maxK: number
   maxDepth: number
+  maxCost: number
   concurrency: number
   queue: number
   timeoutMs: number
 }
 
 export const defaultLimits: ServerLimits = {
-  maxQuestionLength: 1000, maxBatch: 32, maxK: 1000, maxDepth: 6, concurrency: 8, queue: 64, timeoutMs: 30_000,
+  maxQuestionLength: 1000, maxBatch: 32, maxK: 1000, maxDepth: 6, maxCost: 500, concurrency: 8, queue: 64, timeoutMs: 30_000,
 }
 
 export interface ServerOptions {
@@ -110,7 +112,7 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
       askMany: guarded('askMany', true, async (args: { questions: string[]; options?: { retrieve?: number; read?: number } }) => {
         if (args.questions.length > limits.maxBatch) throw ERR_BATCH_TOO_LARGE(args.questions.length, limits.maxBatch)
         const questions = args.questions.map((q) => checkQuestion(q, limits))
-        if (!options.pipeline.readerAvailable) throw ERR_READER_UNAVAILABLE('askMany')
+        if (!options.pipeline.readerAvailable) throw ERR_READER_UNAVAILABLE('askMany', options.pipeline.stages.readerProblem ?? 'no reader was configured')
         return Promise.all(questions.map((q) => options.pipeline.ask(q, askOptions(args.options))))
       }),
       job: guarded('job', false, (args: { id: string }) => jobs.get(args.id) ?? null),
@@ -118,7 +120,7 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
     Mutation: {
       startIndexing: guarded('startIndexing', false, (args: { source: string; format?: string }) =>
         jobs.startIndexing(args.source, args.format ?? undefined, indexStore)),
-      startEvaluation: guarded('startEvaluation', false, () => { throw ERR_READER_UNAVAILABLE('startEvaluation') }),
+      startEvaluation: guarded('startEvaluation', false, () => { throw ERR_READER_UNAVAILABLE('startEvaluation', 'evaluation jobs from the API are not built yet; run `ambigqa eval ambignq`') }),
     },
     Subscription: {
       jobProgress: {
@@ -134,6 +136,7 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
     graphiql: true,
     subscription: true,
     queryDepth: limits.maxDepth,
+    validationRules: [queryCostRule(limits.maxCost, limits.maxBatch)],
   })
 
   app.get('/metrics', async (_request, reply) => {

@@ -1,0 +1,36 @@
+import type { Command } from 'commander'
+import { openPipeline } from '../pipeline/open-pipeline.js'
+import { contextFor, parseNumber } from './context.js'
+
+export function registerAskCommand(program: Command): void {
+  program
+    .command('ask')
+    .description('answer a question: every plausible answer, its disambiguated question and its evidence')
+    .argument('<question>', 'the question')
+    .option('--retrieve <n>', 'passages retrieved', parseNumber('--retrieve'), 100)
+    .option('--read <n>', 'passages the reader reads', parseNumber('--read'), 10)
+    .option('--store <dir>', 'store folder (default: config "store")')
+    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | hybrid (default: config "retriever")')
+    .option('--json', 'print JSON')
+    .action(async (question: string, opts, command: Command) => {
+      const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever })
+      const pipeline = await openPipeline(ctx.config, ctx.log)
+      try {
+        const result = await pipeline.ask(question, { retrieve: opts.retrieve, read: opts.read })
+        if (opts.json) {
+          const { passages: _retrieved, ...rest } = result
+          ctx.out(JSON.stringify(rest))
+          return
+        }
+        const t = result.timings
+        ctx.out(`${question}  (${result.ambiguous ? 'ambiguous' : 'one answer'}; ${t.totalMs.toFixed(0)} ms: retrieval ${t.retrievalMs.toFixed(0)}, reading ${(t.readMs ?? 0).toFixed(0)}, disambiguation ${(t.disambiguateMs ?? 0).toFixed(0)})`)
+        if (result.answers.length === 0) ctx.out('  no answer found')
+        for (const a of result.answers) {
+          ctx.out(`\n- ${a.answer}  (confidence ${a.confidence.toFixed(2)})\n  ${a.question}`)
+          for (const p of a.evidence.slice(0, 2)) ctx.out(`  [${p.id}] ${p.title}: ${p.text.length > 160 ? `${p.text.slice(0, 160)}…` : p.text}`)
+        }
+      } finally {
+        await pipeline.close()
+      }
+    })
+}

@@ -1,0 +1,47 @@
+// A static cost limit on GraphQL operations: depth alone lets one request hold a hundred
+// aliased `ask`s. Each field costs 1, except the ones that run the models or scan the index;
+// askMany costs per question (its list length, or the batch limit when it is a variable).
+// Fragments are expanded, so a fragment repeated under aliases is counted every time.
+import { GraphQLError, Kind, type FragmentDefinitionNode, type SelectionSetNode, type ValidationRule } from 'graphql'
+import { ERR_QUERY_TOO_COSTLY } from '../errors.js'
+
+export const FIELD_COSTS: Readonly<Record<string, number>> = { ask: 50, askMany: 50, search: 5, startIndexing: 50, startEvaluation: 50 }
+
+export function queryCostRule(maxCost: number, maxBatch: number): ValidationRule {
+  return (context) => {
+    const fragments = new Map<string, FragmentDefinitionNode>()
+    for (const d of context.getDocument().definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d)
+
+    const costOf = (set: SelectionSetNode | undefined, expanding: ReadonlySet<string>): number => {
+      let cost = 0
+      for (const s of set?.selections ?? []) {
+        if (s.kind === Kind.FIELD) {
+          let own = FIELD_COSTS[s.name.value] ?? 1
+          if (s.name.value === 'askMany') {
+            const list = s.arguments?.find((a) => a.name.value === 'questions')?.value
+            own *= list?.kind === Kind.LIST ? list.values.length : maxBatch
+          }
+          cost += own + costOf(s.selectionSet, expanding)
+        } else if (s.kind === Kind.INLINE_FRAGMENT) {
+          cost += costOf(s.selectionSet, expanding)
+        } else {
+          const name = s.name.value
+          // A cycle is reported by graphql's own NoFragmentCycles rule; just stop here.
+          if (!expanding.has(name)) cost += costOf(fragments.get(name)?.selectionSet, new Set([...expanding, name]))
+        }
+        if (cost > maxCost) return cost
+      }
+      return cost
+    }
+
+    return {
+      OperationDefinition(node) {
+        const cost = costOf(node.selectionSet, new Set())
+        if (cost > maxCost) {
+          const error = ERR_QUERY_TOO_COSTLY(cost, maxCost)
+          context.reportError(new GraphQLError(error.message, { nodes: [node], extensions: { code: error.code } }))
+        }
+      },
+    }
+  }
+}

@@ -1,0 +1,47 @@
+// A tiny real seq2seq model for the reader's tests, made by train/ (`python -m
+// ambigqa_train.fixture`): trained for seconds on a copy task, exported to ONNX (fp32 and int8),
+// with transformers' own generations in reference.json. Built once per version of the Python
+// code that makes it and cached in .cache/; tests skip, saying why, without the training venv.
+import { spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+
+const ROOT = resolve(import.meta.dirname, '..', '..', '..')
+const PYTHON = join(ROOT, '.venv-train', 'bin', 'python')
+const SOURCES = join(ROOT, 'train', 'ambigqa_train')
+
+export type Fixture = { dir: string; skip: false } | { dir: undefined; skip: string }
+
+function version(): string {
+  const hash = createHash('sha256')
+  for (const name of readdirSync(SOURCES).filter((f) => f.endsWith('.py')).sort()) hash.update(name).update(readFileSync(join(SOURCES, name)))
+  hash.update(readFileSync(join(ROOT, 'train', 'requirements.txt')))
+  return hash.digest('hex').slice(0, 16)
+}
+
+export function readerFixture(): Fixture {
+  if (process.env.AMBIGQA_TEST_SKIP_PYTHON === '1') return { dir: undefined, skip: 'AMBIGQA_TEST_SKIP_PYTHON=1: the reader fixture is made by the Python training package' }
+  if (!existsSync(PYTHON)) return { dir: undefined, skip: `needs the training venv (${PYTHON}) to make the reader fixture: run scripts/train-env` }
+  const dir = join(ROOT, '.cache', `reader-fixture-${version()}`)
+  if (existsSync(join(dir, 'reference.json'))) return { dir, skip: false }
+  // Test files run in parallel: each builds beside the target and the first rename wins.
+  const tmp = `${dir}.tmp-${process.pid}`
+  mkdirSync(tmp, { recursive: true })
+  const run = spawnSync(PYTHON, ['-m', 'ambigqa_train.fixture', '--out', tmp], {
+    cwd: ROOT,
+    env: { ...process.env, PYTHONPATH: join(ROOT, 'train'), HF_HUB_OFFLINE: '1' },
+    encoding: 'utf8',
+    timeout: 15 * 60_000,
+  })
+  if (run.status !== 0) {
+    rmSync(tmp, { recursive: true, force: true })
+    throw new Error(`making the reader fixture failed (exit ${run.status}):\n${run.stderr.slice(-3000)}`)
+  }
+  try {
+    renameSync(tmp, dir)
+  } catch {
+    rmSync(tmp, { recursive: true, force: true })
+  }
+  return { dir, skip: false }
+}

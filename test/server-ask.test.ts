@@ -1,0 +1,82 @@
+// ask and askMany over the whole pipeline with real parts: BM25 on SQLite over the demo corpus,
+// and the tiny real ONNX reader made by train/ (test/helpers/reader-fixture.ts).
+import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { after, before, test } from 'node:test'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { buildIndex } from '../index/build-index.js'
+import { Reader } from '../reader/reader.js'
+import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
+import { PassageStore } from '../retriever/passage-store.js'
+import { defaults } from '../src/config.js'
+import { hasAnswer } from '../src/eval/has-answer.js'
+import { silentLogger } from '../src/log.js'
+import { Pipeline } from '../src/pipeline/pipeline.js'
+import { ambigqaServer } from '../src/server/app.js'
+import { readerFixture } from './helpers/reader-fixture.js'
+
+const fixture = readerFixture()
+let storeDir = ''
+let store: PassageStore
+let pipeline: Pipeline
+let instance: FastifyInstance
+
+before(async () => {
+  if (fixture.skip) return
+  storeDir = join(mkdtempSync(join(tmpdir(), 'server-ask-')), 'store')
+  await buildIndex({
+    store: storeDir, sources: [{ path: resolve(process.cwd(), 'assets/demo/passages.tsv.gz') }],
+    onError: 'fail', batchSize: 2000, segmentSize: 10000, workers: 1, log: silentLogger,
+  })
+  store = PassageStore.openReadOnly(storeDir)
+  const reader = await Reader.open({ ...defaults.reader, spanseqgen: fixture.dir!, qd: fixture.dir!, precision: 'fp32', numBeams: 1 })
+  pipeline = new Pipeline({
+    retriever: new Bm25SqliteRetriever(PassageStore.openReadOnly(storeDir), defaults.bm25),
+    reader: reader.readStage, disambiguator: reader.disambiguateStage, close: () => reader.close(),
+  })
+  instance = Fastify({ logger: false })
+  await instance.register(ambigqaServer, { pipeline, store, storeDir, limits: {} })
+})
+after(async () => {
+  if (fixture.skip) return
+  await instance.close()
+  await pipeline.close()
+  store.close()
+})
+
+async function gql(query: string, variables?: object) {
+  const response = await instance.inject({ method: 'POST', url: '/graphql', body: { query, variables } })
+  return { status: response.statusCode, body: response.json() as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] } }
+}
+
+const ANSWER_SET = 'question ambiguous answers { answer question confidence evidence { id title text } } passages { id } timings { retrievalMs rerankMs readMs disambiguateMs totalMs }'
+
+test('ask returns an answer set: distinct answers, a question each, evidence that contains the answer, every stage timed', { skip: fixture.skip }, async () => {
+  const { status, body } = await gql(`query($q: String!) { ask(question: $q, options: { retrieve: 20, read: 3 }) { ${ANSWER_SET} } }`, { q: 'who wrote the harry potter books' })
+  assert.equal(status, 200, JSON.stringify(body.errors))
+  const set = body.data.ask
+  assert.equal(set.question, 'who wrote the harry potter books')
+  assert.equal(set.passages.length, 20)
+  assert.equal(set.ambiguous, set.answers.length > 1)
+  const keys = set.answers.map((a: { answer: string }) => a.answer.toLowerCase())
+  assert.equal(new Set(keys).size, keys.length)
+  for (const a of set.answers) {
+    assert.ok(a.confidence > 0 && a.confidence <= 1)
+    assert.ok(a.question.length > 0)
+    for (const p of a.evidence) assert.ok(hasAnswer(`${p.title} ${p.text}`, [a.answer]), `${a.answer} not in ${p.id}`)
+    if (set.answers.length === 1) assert.equal(a.question, set.question)
+  }
+  for (const key of ['retrievalMs', 'rerankMs', 'readMs', 'disambiguateMs', 'totalMs']) assert.equal(typeof set.timings[key], 'number')
+})
+
+test('askMany answers each question as ask does, sharing the reader (batched, same results)', { skip: fixture.skip }, async () => {
+  const questions = ['who wrote the harry potter books', 'when was the eiffel tower built', 'who played in the world series in 1989']
+  const many = await gql(`query($qs: [String!]!) { askMany(questions: $qs, options: { retrieve: 10, read: 2 }) { question answers { answer question } } }`, { qs: questions })
+  assert.equal(many.status, 200, JSON.stringify(many.body.errors))
+  for (const [i, q] of questions.entries()) {
+    const one = await gql(`query($q: String!) { ask(question: $q, options: { retrieve: 10, read: 2 }) { question answers { answer question } } }`, { q })
+    assert.deepEqual(many.body.data.askMany[i], one.body.data.ask)
+  }
+})
