@@ -16,7 +16,7 @@ export interface SessionOptions {
 
 export const defaultSessionOptions: SessionOptions = { device: 'cpu', threads: 2, graphOptimization: 'all' }
 
-const warnedDevices = new Set<string>()
+const failedDevices = new Set<string>()
 
 export async function createSession(path: string, options: SessionOptions): Promise<ort.InferenceSession> {
   const base: ort.InferenceSession.SessionOptions = {
@@ -24,16 +24,14 @@ export async function createSession(path: string, options: SessionOptions): Prom
     interOpNumThreads: 1,
     graphOptimizationLevel: options.graphOptimization,
   }
-  if (options.device === 'cuda') {
+  // After one failure the CPU is used straight away: the other files of the model would fail the same way.
+  if (options.device === 'cuda' && !failedDevices.has('cuda')) {
     try {
       return await ort.InferenceSession.create(path, { ...base, executionProviders: ['cuda'] })
     } catch (error) {
-      // One warning per process: a model folder has several files and each would repeat it.
-      if (!warnedDevices.has('cuda')) {
-        warnedDevices.add('cuda')
-        const logger = options.logger ?? silentLogger
-        logger.warn({ err: (error as Error).message }, 'device cuda is not usable here; running the reader on the CPU. On a CUDA 12 machine, reinstall onnxruntime-node without ONNXRUNTIME_NODE_INSTALL=skip so it fetches the CUDA libraries; otherwise set reader.device to cpu')
-      }
+      failedDevices.add('cuda')
+      const logger = options.logger ?? silentLogger
+      logger.warn({ err: (error as Error).message }, 'device cuda is not usable here; running the reader on the CPU. On a CUDA 12 machine, reinstall onnxruntime-node without ONNXRUNTIME_NODE_INSTALL=skip so it fetches the CUDA libraries; otherwise set reader.device to cpu')
     }
   }
   return ort.InferenceSession.create(path, { ...base, executionProviders: ['cpu'] })

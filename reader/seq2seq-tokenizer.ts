@@ -30,7 +30,9 @@ export class Seq2SeqTokenizer {
 
   decode(ids: readonly number[], skipSpecialTokens = true): string {
     if (ids.length === 0) return ''
-    return this.tokenizer.decode([...ids], { skip_special_tokens: skipSpecialTokens })
+    // No clean-up of spaces before punctuation: the text is the tokens' own (as Python's
+    // decode(..., clean_up_tokenization_spaces=False)), so it matches the passages it came from.
+    return this.tokenizer.decode([...ids], { skip_special_tokens: skipSpecialTokens, clean_up_tokenization_spaces: false })
   }
 
   tokenId(token: string): number | undefined {

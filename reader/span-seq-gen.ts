@@ -38,6 +38,16 @@ export interface PredictedAnswer {
   evidence: RetrievedPassage[]
 }
 
+/** Token pieces between separators (empty pieces kept, as a split on the separator gives them). */
+export function splitOnSeparator(tokens: readonly number[], separator: number): number[][] {
+  const pieces: number[][] = [[]]
+  for (const t of tokens) {
+    if (t === separator) pieces.push([])
+    else pieces.at(-1)!.push(t)
+  }
+  return pieces
+}
+
 export class SpanSeqGen {
   readonly options: SpanSeqGenOptions
   private readonly separatorId: number
@@ -62,37 +72,28 @@ export class SpanSeqGen {
     })
     const options = { ...this.model.generationDefaults, ...this.options.generation }
     const hypotheses = await generate(this.model, requests, options, signal ? { signal } : {})
-    return hypotheses.map((list, i) => this.answers(list[0]!, items[i]!, requests[i]!.prefix.length))
+    return hypotheses.map((list, i) => this.answers(list[0]!, items[i]!))
   }
 
   /** Splits the best hypothesis on the separator; distinct answers by normalised form, order kept. */
-  private answers(hypothesis: Hypothesis, item: ReadingQuestion, prefixLength: number): PredictedAnswer[] {
-    const { eosTokenIds, padTokenId } = this.model.config
-    const tokens = hypothesis.tokens.slice(1)
-    const logProbs = [...new Array<number>(prefixLength).fill(0), ...hypothesis.tokenLogProbs]
+  private answers(hypothesis: Hypothesis, item: ReadingQuestion): PredictedAnswer[] {
+    // Each answer's probability covers its tokens and the separator (or end) that closes it.
+    let at = 0
+    const generated = splitOnSeparator(hypothesis.generated, this.separatorId).map((piece) => {
+      const closing = hypothesis.tokenLogProbs.slice(at, at + piece.length + 1)
+      at += piece.length + 1
+      return { text: this.model.tokenizer.decode(piece).trim(), probability: Math.exp(closing.reduce((a, b) => a + b, 0)) }
+    })
+    const known = (item.knownAnswers ?? []).map((text) => ({ text, probability: 1 }))
     const out: PredictedAnswer[] = []
     const seen = new Set<string>()
-    let piece: number[] = []
-    let logProb = 0
-    for (let i = 0; i <= tokens.length; i++) {
-      const token = tokens[i]
-      const ends = token === undefined || token === this.separatorId || eosTokenIds.includes(token)
-      if (token !== undefined && token !== padTokenId) logProb += logProbs[i] ?? 0
-      if (!ends) {
-        if (token !== padTokenId) piece.push(token)
-        continue
-      }
-      const text = this.model.tokenizer.decode(piece).trim()
+    for (const { text, probability } of [...known, ...generated]) {
       const key = normalizeAnswer(text)
-      if (key.length > 0 && !seen.has(key)) {
-        seen.add(key)
-        const evidence = item.passages.filter((p) => hasAnswer(`${p.title} ${p.text}`, [text]))
-        const surface = evidence.map((p) => surfaceForm(text, p.text) ?? surfaceForm(text, p.title)).find((s) => s !== undefined)
-        out.push({ answer: surface ?? text, probability: Math.exp(logProb), evidence })
-      }
-      piece = []
-      logProb = 0
-      if (token === undefined || eosTokenIds.includes(token)) break
+      if (key.length === 0 || seen.has(key)) continue
+      seen.add(key)
+      const evidence = item.passages.filter((p) => hasAnswer(`${p.title} ${p.text}`, [text]))
+      const surface = evidence.map((p) => surfaceForm(text, p.text) ?? surfaceForm(text, p.title)).find((f) => f !== undefined)
+      out.push({ answer: surface ?? text, probability, evidence })
     }
     return out
   }

@@ -1,0 +1,225 @@
+// The seq2seq reader against transformers itself: a tiny real model made and exported by train/
+// (test/helpers/reader-fixture.ts) whose reference.json holds transformers' own `generate`
+// outputs for greedy, beam search (length penalty, no-repeat n-grams, early stopping, several
+// returned sequences, forced EOS) and forced decoder prefixes, one by one and in padded batches.
+import assert from 'node:assert/strict'
+import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, test } from 'node:test'
+import { pino } from 'pino'
+import { BatchQueue } from '../reader/batch-queue.js'
+import { generate, type GenerateRequest } from '../reader/generate.js'
+import type { GenerationOptions } from '../reader/generation-options.js'
+import { splitOnSeparator, SpanSeqGen } from '../reader/span-seq-gen.js'
+import { QuestionDisambiguator } from '../reader/question-disambiguator.js'
+import { Seq2SeqModel } from '../reader/seq2seq-model.js'
+import { isAmbigqaError } from '../src/errors.js'
+import { readerFixture } from './helpers/reader-fixture.js'
+
+interface ReferenceOutput {
+  input_index: number
+  tokens: number[]
+  sequence: number[]
+  sequence_score?: number
+  sum_transition_scores: number
+  answers: string[]
+}
+interface ReferenceCase {
+  name: string
+  setting: string
+  batch_size: number
+  inputs: string[]
+  input_ids: number[][]
+  decoder_input_ids: number[][] | null
+  generation: Record<string, unknown>
+  outputs: ReferenceOutput[]
+}
+interface Reference {
+  cases: ReferenceCase[]
+  onnxruntime_greedy?: Record<string, { cases: { case: string; optimum_equal: boolean; optimum_tokens?: number[][] }[] }>
+}
+
+const fixture = readerFixture()
+let reference: Reference
+let model: Seq2SeqModel
+
+before(async () => {
+  if (fixture.skip) return
+  reference = JSON.parse(readFileSync(join(fixture.dir!, 'reference.json'), 'utf8')) as Reference
+  model = await Seq2SeqModel.load(fixture.dir!, { precision: 'fp32' })
+})
+after(async () => { await model?.close() })
+
+function optionsOf(g: Record<string, unknown>): GenerationOptions {
+  const options: GenerationOptions = {
+    numBeams: g.num_beams as number,
+    // The recorded max_length is the effective one (prompt + max_new_tokens where that was given).
+    maxLength: g.max_length as number,
+    minLength: (g.min_length as number | null) ?? 0,
+    lengthPenalty: g.length_penalty as number,
+    noRepeatNgramSize: (g.no_repeat_ngram_size as number | null) ?? 0,
+    earlyStopping: g.early_stopping as boolean | 'never',
+    numReturnSequences: g.num_return_sequences as number,
+  }
+  if (typeof g.forced_eos_token_id === 'number') options.forcedEosTokenId = g.forced_eos_token_id
+  if (typeof g.forced_bos_token_id === 'number') options.forcedBosTokenId = g.forced_bos_token_id
+  return options
+}
+
+function requestsOf(c: ReferenceCase): GenerateRequest[] {
+  return c.input_ids.map((input, i) => ({ input, ...(c.decoder_input_ids ? { prefix: c.decoder_input_ids[i]!.slice(1) } : {}) }))
+}
+
+test('the JS tokenizer gives the Python tokenizer\'s ids for every fixture input', { skip: fixture.skip }, () => {
+  let n = 0
+  for (const c of reference.cases) {
+    c.inputs.forEach((text, i) => {
+      assert.deepEqual(model.tokenizer.encode(text), c.input_ids[i], text)
+      n++
+    })
+  }
+  assert.ok(n > 10)
+})
+
+test('greedy and beam search give transformers\' tokens and scores, one by one and batched', { skip: fixture.skip }, async () => {
+  const settings = new Set<string>()
+  for (const c of reference.cases) {
+    const options = optionsOf(c.generation)
+    const got = await generate(model, requestsOf(c), options)
+    const flat = got.flat()
+    assert.equal(flat.length, c.outputs.length, c.name)
+    c.outputs.forEach((want, r) => {
+      const hyp = flat[r]!
+      assert.deepEqual(hyp.tokens, want.tokens, `${c.name} output ${r}`)
+      const score = want.sequence_score ?? want.sum_transition_scores
+      assert.ok(Math.abs(hyp.score - score) < 1e-3, `${c.name} output ${r}: score ${hyp.score} vs ${score}`)
+      assert.deepEqual(splitOnSeparator(hyp.generated, model.tokenizer.tokenId('<SEP>')!).map((piece) => model.tokenizer.decode(piece).trim()), want.answers, `${c.name} answers`)
+    })
+    settings.add(c.setting)
+  }
+  for (const s of ['greedy', 'beam4', 'beam4_lp2_nr2', 'beam4_return4', 'beam4_max6', 'greedy_max6_forced_eos', 'beam4_max6_forced_eos', 'prefix_greedy', 'prefix_beam4']) {
+    assert.ok(settings.has(s), `reference has no ${s} case`)
+  }
+})
+
+test('without the KV cache (recomputing the decoder) the tokens are the same', { skip: fixture.skip }, async () => {
+  for (const c of reference.cases.filter((x) => x.setting === 'beam4_lp2_nr2' || x.setting === 'prefix_greedy')) {
+    const cached = await generate(model, requestsOf(c), optionsOf(c.generation))
+    const recomputed = await generate(model, requestsOf(c), optionsOf(c.generation), { useCache: false })
+    assert.deepEqual(recomputed.map((h) => h.map((x) => x.tokens)), cached.map((h) => h.map((x) => x.tokens)), c.name)
+  }
+})
+
+test('int8: loads the quantised files and matches onnxruntime-python on the same int8 graphs', { skip: fixture.skip }, async () => {
+  const int8 = await Seq2SeqModel.load(fixture.dir!, { precision: 'int8' })
+  try {
+    const rows = reference.onnxruntime_greedy?.int8?.cases ?? []
+    assert.ok(rows.length > 0, 'reference.json has int8 onnxruntime results')
+    for (const row of rows) {
+      const c = reference.cases.find((x) => x.name === row.case)!
+      const want = row.optimum_tokens ?? c.outputs.map((o) => o.sequence)
+      const got = await generate(int8, requestsOf(c), optionsOf(c.generation))
+      got.forEach((h, i) => assert.deepEqual(h[0]!.tokens, want[i]!.slice(0, h[0]!.tokens.length), c.name))
+    }
+  } finally {
+    await int8.close()
+  }
+})
+
+test('device cuda on a machine without it: one warning, then the CPU, same tokens', { skip: fixture.skip }, async () => {
+  const lines: string[] = []
+  const logger = pino({ level: 'warn' }, { write: (line: string) => { lines.push(line) } })
+  const onCuda = await Seq2SeqModel.load(fixture.dir!, { precision: 'fp32', device: 'cuda', logger })
+  try {
+    const c = reference.cases.find((x) => x.setting === 'greedy')!
+    const got = await generate(onCuda, requestsOf(c), optionsOf(c.generation))
+    assert.deepEqual(got[0]![0]!.tokens, c.outputs[0]!.tokens)
+  } finally {
+    await onCuda.close()
+  }
+  // Warned at most once per process (another test may have triggered it first), never thrown.
+  assert.ok(lines.length <= 1)
+  if (lines.length === 1) assert.match(lines[0]!, /cuda is not usable here; running the reader on the CPU/)
+})
+
+test('missing or inconsistent model files: errors that name the file and the command that makes it', { skip: fixture.skip }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'reader-model-'))
+  try {
+    cpSync(realpathSync(fixture.dir!), dir, { recursive: true })
+    rmSync(join(dir, 'encoder_model.onnx'))
+    await assert.rejects(Seq2SeqModel.load(dir), (e: unknown) => isAmbigqaError(e) && e.code === 'AMBIGQA_ERR_MODEL_MISSING' && e.message.includes('encoder_model.onnx') && e.message.includes('ambigqa train export seq2seq'))
+    cpSync(join(fixture.dir!, 'encoder_model.onnx'), join(dir, 'encoder_model.onnx'))
+    for (const f of ['decoder_model_merged.onnx', 'decoder_with_past_model.onnx']) rmSync(join(dir, f))
+    await assert.rejects(Seq2SeqModel.load(dir), (e: unknown) => isAmbigqaError(e) && e.code === 'AMBIGQA_ERR_MODEL_MISSING' && e.message.includes('decoder_with_past_model.onnx'))
+    for (const f of ['decoder_model_merged_quantized.onnx', 'decoder_with_past_model_quantized.onnx']) rmSync(join(dir, f))
+    await assert.rejects(Seq2SeqModel.load(dir, { precision: 'int8' }), (e: unknown) => isAmbigqaError(e) && e.message.includes('_quantized.onnx') && e.message.includes('--int8'))
+    cpSync(join(fixture.dir!, 'decoder_model_merged.onnx'), join(dir, 'decoder_model_merged.onnx'))
+    const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, decoder_layers: 5 }))
+    await assert.rejects(Seq2SeqModel.load(dir), (e: unknown) => isAmbigqaError(e) && e.code === 'AMBIGQA_ERR_MODEL_INVALID' && /2 cached decoder layers but config.json says 5/.test(e.message))
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, vocab_size: 100 }))
+    await assert.rejects(Seq2SeqModel.load(dir), (e: unknown) => isAmbigqaError(e) && /tokens but config.json's vocab_size is 100/.test(e.message))
+    writeFileSync(join(dir, 'config.json'), '{ not json')
+    await assert.rejects(Seq2SeqModel.load(dir), (e: unknown) => isAmbigqaError(e) && e.code === 'AMBIGQA_ERR_MODEL_INVALID' && e.message.includes('config.json'))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+const passage = (id: string, title: string, text: string) => ({ id, title, text, score: 1 })
+
+test('SpanSeqGen: known answers forced as the prefix come first, answers are distinct, evidence contains them', { skip: fixture.skip }, async () => {
+  const reader = new SpanSeqGen(model, { maxInputTokens: 256, generation: { numBeams: 1, maxLength: 24 } })
+  const passages = [
+    passage('1', 'World Series', 'The 1989 World Series was played between the Oakland Athletics and the San Francisco Giants.'),
+    passage('2', 'Oakland Athletics', 'The Oakland Athletics won the 1989 World Series in four games.'),
+  ]
+  const [answers] = await reader.read([{ question: 'who played in the world series in 1989', passages, knownAnswers: ['Oakland Athletics', 'oakland athletics'] }])
+  assert.ok(answers!.length >= 1)
+  assert.equal(answers![0]!.answer, 'Oakland Athletics', 'the forced answer, in the evidence\'s casing, once')
+  assert.deepEqual(answers![0]!.evidence.map((p) => p.id), ['1', '2'])
+  const keys = answers!.map((a) => a.answer.toLowerCase())
+  assert.equal(new Set(keys).size, keys.length)
+  for (const a of answers!) assert.ok(a.probability > 0 && a.probability <= 1)
+})
+
+test('span-constrained decoding only produces spans of the passages', { skip: fixture.skip }, async () => {
+  const reader = new SpanSeqGen(model, { maxInputTokens: 256, constrainToPassages: true, generation: { numBeams: 4, maxLength: 24 } })
+  const c = reference.cases.find((x) => x.setting === 'beam4')!
+  const input = c.inputs[0]!
+  const [question, ...rest] = input.split(' [SEP] ')
+  const [title, ...text] = rest.join(' [SEP] ').split(': ')
+  const passages = [passage('p', title!, text.join(': '))]
+  const [answers] = await reader.read([{ question: question!, passages }])
+  const ids = reader.input({ question: question!, passages })
+  for (const a of answers!) {
+    const tokens = model.tokenizer.encodePlain(a.answer.toLowerCase())
+    const found = ids.some((_, i) => tokens.every((t, j) => ids[i + j] === t))
+    assert.ok(found, `'${a.answer}' is not a span of the input`)
+  }
+})
+
+test('question disambiguation: one rewrite per answer; one answer keeps the prompt question', { skip: fixture.skip }, async () => {
+  const qd = new QuestionDisambiguator(model, { generation: { numBeams: 1, maxLength: 20 } })
+  const passages = [passage('1', 'Harry Potter', 'The first film premiered in London on 4 November 2001 and was released on 16 November 2001.')]
+  const [several, one] = await qd.disambiguate([
+    { question: 'when did the harry potter movie come out', answers: ['4 November 2001', '16 November 2001'], passages },
+    { question: 'who wrote harry potter', answers: ['J. K. Rowling'], passages },
+  ])
+  assert.equal(several!.length, 2)
+  for (const q of several!) assert.ok(q.length > 0)
+  assert.deepEqual(one, ['who wrote harry potter'])
+})
+
+test('the batch queue runs concurrent requests together, up to maxBatch, and drops aborted ones', async () => {
+  const batches: number[][] = []
+  const queue = new BatchQueue<number, number>(async (items) => { batches.push(items); return items.map((x) => x * 10) }, 2)
+  const aborted = new AbortController()
+  const results = Promise.all([1, 2, 3].map((x) => queue.submit(x)))
+  const dropped = queue.submit(4, aborted.signal)
+  aborted.abort(new Error('client went away'))
+  assert.deepEqual(await results, [10, 20, 30])
+  await assert.rejects(dropped, /client went away/)
+  assert.deepEqual(batches, [[1, 2], [3]])
+})
