@@ -1,10 +1,10 @@
 // Starts the server on a configured store: Fastify with pino logs and a body limit, the
 // ambigqa plugin, and a graceful shutdown that lets requests in flight finish.
 import Fastify, { type FastifyInstance } from 'fastify'
-import { openRetriever } from '../../retriever/open-retriever.js'
 import { PassageStore } from '../../retriever/passage-store.js'
 import type { Config } from '../config.js'
-import { Pipeline } from '../pipeline/pipeline.js'
+import type { Logger } from '../log.js'
+import { openPipeline } from '../pipeline/open-pipeline.js'
 import { ambigqaServer, type ServerLimits } from './app.js'
 
 export interface StartOptions {
@@ -16,9 +16,9 @@ export interface StartOptions {
 }
 
 export async function startServer(config: Config, options: StartOptions): Promise<FastifyInstance> {
-  const pipeline = new Pipeline({ retriever: await openRetriever(config) })
-  const store = PassageStore.openReadOnly(config.store)
   const app = Fastify({ logger: { level: options.logLevel }, bodyLimit: options.bodyLimit })
+  const pipeline = await openPipeline(config, app.log as unknown as Logger)
+  const store = PassageStore.openReadOnly(config.store)
   await app.register(ambigqaServer, { pipeline, store, storeDir: config.store, limits: options.limits })
   app.addHook('onClose', async () => {
     await pipeline.close()
