@@ -108,7 +108,7 @@ export class Seq2SeqModel {
   static async load(dir: string, options: LoadOptions = {}): Promise<Seq2SeqModel> {
     const precision = options.precision ?? 'fp32'
     const suffix = precision === 'int8' ? '_quantized' : ''
-    const fix = precision === 'int8' ? `${HOW_TO_BUILD} with --int8` : HOW_TO_BUILD
+    const fix = precision === 'int8' ? `${HOW_TO_BUILD}, which writes the int8 *_quantized.onnx files too (or set reader.precision to fp32)` : HOW_TO_BUILD
     const file = (name: string): string => join(dir, name)
     for (const name of ['config.json', 'tokenizer.json', `encoder_model${suffix}.onnx`]) {
       if (!existsSync(file(name))) throw ERR_MODEL_MISSING(file(name), fix)

@@ -41,6 +41,9 @@ const configSchema = z
         timeoutMs: z.number().int().min(1),
       })
       .strict(),
+    reranker: z
+      .object({ model: z.string(), precision: z.enum(['fp32', 'int8']), maxTokens: z.number().int().min(16).max(4096), batchSize: z.number().int().min(1).max(1024) })
+      .strict(),
     reader: z
       .object({
         spanseqgen: z.string().min(1),
@@ -74,6 +77,8 @@ export const defaults: Config = {
     host: '127.0.0.1', port: 4000, bodyLimit: 64 * 1024,
     maxQuestionLength: 1000, maxBatch: 32, maxK: 1000, maxDepth: 6, maxCost: 500, concurrency: 8, queue: 64, timeoutMs: 30_000,
   },
+  // model: a cross-encoder folder (model.onnx + tokenizer.json); empty keeps the retriever's order.
+  reranker: { model: '', precision: 'int8', maxTokens: 256, batchSize: 16 },
   // The trained defaults live in assets/models (int8, rebuilt by scripts/train-defaults).
   reader: {
     spanseqgen: join(DEFAULT_READER_DIR, 'spanseqgen'), qd: join(DEFAULT_READER_DIR, 'qd'), precision: 'int8', device: 'cpu',

@@ -2,6 +2,7 @@
 // folders load. A missing model is not fatal: search keeps working and `ask` says what to do.
 import { openRetriever } from '../../retriever/open-retriever.js'
 import { Reader } from '../../reader/reader.js'
+import { CrossEncoderReranker } from '../../retriever/cross-encoder-reranker.js'
 import type { Config } from '../config.js'
 import { AmbigqaError } from '../errors.js'
 import { silentLogger, type Logger } from '../log.js'
@@ -9,15 +10,31 @@ import { Pipeline } from './pipeline.js'
 
 export async function openPipeline(config: Config, logger: Logger = silentLogger): Promise<Pipeline> {
   const retriever = await openRetriever(config)
+  let reranker: CrossEncoderReranker | undefined
+  try {
+    // A configured reranker that does not load is an error: silently reading unranked passages
+    // would change the answers without saying so.
+    if (config.reranker.model) {
+      reranker = await CrossEncoderReranker.load(config.reranker.model, { ...config.reranker, threads: config.reader.threads, device: config.reader.device, logger })
+    }
+  } catch (error) {
+    await retriever.close()
+    throw error
+  }
+  const closeReranker = async () => { await reranker?.close() }
   try {
     const reader = await Reader.open(config.reader, logger)
-    return new Pipeline({ retriever, reader: reader.readStage, disambiguator: reader.disambiguateStage, close: () => reader.close() })
+    return new Pipeline({
+      retriever, ...(reranker ? { reranker } : {}), reader: reader.readStage, disambiguator: reader.disambiguateStage,
+      close: async () => { await reader.close(); await closeReranker() },
+    })
   } catch (error) {
     if (!(error instanceof AmbigqaError)) {
       await retriever.close()
+      await closeReranker()
       throw error
     }
     logger.warn({ code: error.code }, `reader not loaded: ${error.message}`)
-    return new Pipeline({ retriever, readerProblem: error.message })
+    return new Pipeline({ retriever, ...(reranker ? { reranker } : {}), readerProblem: error.message, close: closeReranker })
   }
 }

@@ -22,9 +22,15 @@ export interface Stage<In, Out> { readonly name: string; run(input: In, signal?:
 
 export interface AskOptions { retrieve: number; read: number }
 
+/** Reorders the retrieved passages and keeps the `read` best for the reader. */
+export interface Reranker {
+  readonly name: string
+  rerank(input: Retrieved, read: number, signal?: AbortSignal): Promise<Reranked>
+}
+
 export interface PipelineStages {
   retriever: Retriever
-  reranker?: Stage<Retrieved, Reranked>
+  reranker?: Reranker
   reader?: Stage<Reranked, Read>
   disambiguator?: Stage<Read, Disambiguated>
   /** Why the reader is missing, for the error `ask` gives. */
@@ -34,9 +40,7 @@ export interface PipelineStages {
 }
 
 /** Identity reranker: keeps the retriever's order, cut to `read` passages. */
-export function passThroughReranker(read: number): Stage<Retrieved, Reranked> {
-  return { name: 'none', run: async (input) => ({ ...input, reranked: input.passages.slice(0, read) }) }
-}
+export const passThroughReranker: Reranker = { name: 'none', rerank: async (input, read) => ({ ...input, reranked: input.passages.slice(0, read) }) }
 
 export class Pipeline {
   constructor(readonly stages: PipelineStages) {}
@@ -57,9 +61,9 @@ export class Pipeline {
     if (!reader || !disambiguator) throw ERR_READER_UNAVAILABLE('ask', this.stages.readerProblem ?? 'no reader was configured')
     const start = performance.now()
     const retrieved = await this.retrieve(question, options.retrieve)
-    const reranker = this.stages.reranker ?? passThroughReranker(options.read)
+    const reranker = this.stages.reranker ?? passThroughReranker
     let t = performance.now()
-    const reranked = await reranker.run(retrieved, signal)
+    const reranked = await reranker.rerank(retrieved, options.read, signal)
     reranked.timings.rerankMs = performance.now() - t
     t = performance.now()
     const read = await reader.run(reranked, signal)
