@@ -1,8 +1,10 @@
 import type { Command } from 'commander'
 import { openRetriever } from '../../retriever/open-retriever.js'
 import { ERR_USAGE } from '../errors.js'
+import { evaluateAmbigNq } from '../eval/eval-ambignq.js'
 import { evaluateRetriever, percentile } from '../eval/evaluate-retriever.js'
 import { loadIdList, loadQuestions } from '../eval/questions.js'
+import { openPipeline } from '../pipeline/open-pipeline.js'
 import { contextFor, parseNumber } from './context.js'
 
 export function registerEvalCommands(program: Command): void {
@@ -39,6 +41,50 @@ export function registerEvalCommands(program: Command): void {
         await retriever.close()
       }
     })
+
+  evaluate
+    .command('ambignq')
+    .description('answer AmbigNQ questions with the whole pipeline and score them with the official metric (resumable)')
+    .requiredOption('--data <file>', 'AmbigNQ JSON (e.g. ../shared/data/ambignq/dev_light.json)')
+    .option('--ids <file>', 'evaluate only these question ids (one per line), e.g. splits/eval-300.txt')
+    .requiredOption('--out <dir>', 'output folder: progress.jsonl (resumable), predictions.json, predictions-answers.json, metrics.json, report.html')
+    .option('--retrieve <n>', 'passages retrieved', parseNumber('--retrieve'), 100)
+    .option('--read <n>', 'passages the reader reads', parseNumber('--read'), 10)
+    .option('--concurrency <n>', 'questions in flight (default: config reader.maxBatch)', parseNumber('--concurrency'))
+    .option('--limit <n>', 'evaluate only the first n questions', parseNumber('--limit'))
+    .option('--store <dir>', 'store folder (default: config "store")')
+    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | hybrid (default: config "retriever")')
+    .option('--json', 'print metrics.json')
+    .action(async (opts, command: Command) => {
+      const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever })
+      const retrieve = positiveInt('--retrieve', opts.retrieve, 10_000)
+      const read = positiveInt('--read', opts.read, 1_000)
+      if (read > retrieve) throw ERR_USAGE(`--read ${read} is more than --retrieve ${retrieve}`, 'Read at most the passages retrieved')
+      const concurrency = positiveInt('--concurrency', opts.concurrency ?? ctx.config.reader.maxBatch, 1_024)
+      const limit = opts.limit === undefined ? undefined : positiveInt('--limit', opts.limit, Number.MAX_SAFE_INTEGER)
+      const { metrics, files } = await evaluateAmbigNq(
+        { dataPath: opts.data, ...(opts.ids ? { idsPath: opts.ids } : {}), outDir: opts.out, retrieve, read, concurrency, ...(limit ? { limit } : {}) },
+        { config: ctx.config, log: ctx.log, openPipeline: () => openPipeline(ctx.config, ctx.log) },
+      )
+      if (opts.json) {
+        ctx.out(JSON.stringify(metrics))
+        return
+      }
+      const f = (x: number | null | undefined) => (x === null || x === undefined || Number.isNaN(x) ? '-' : (x * 100).toFixed(1))
+      const m = metrics
+      ctx.out(`${m.n_all} questions (${m.n_multi} multi; ${m.run.resumed} resumed, ${m.run.answeredNow} answered now)`)
+      ctx.out(`F1 answer   all ${f(m['F1 answer'].all)}  multi ${f(m['F1 answer'].multi)}`)
+      ctx.out(`F1 BLEU-4   multi ${f(m['F1 bleu4']?.multi)}   F1 EDIT-F1 multi ${f(m['F1 edit-f1']?.multi)}`)
+      ctx.out(`latency     p50 ${m.timings.total.p50Ms.toFixed(0)} ms, p99 ${m.timings.total.p99Ms.toFixed(0)} ms`)
+      ctx.out(`wrote ${files.predictions}, ${files.answers}, ${files.metrics}, ${files.report}`)
+    })
+}
+
+function positiveInt(name: string, value: number, max: number): number {
+  if (!Number.isInteger(value) || value < 1 || value > max) {
+    throw ERR_USAGE(`${name} must be a whole number from 1 to ${max}, got ${value}`, `Pass e.g. ${name} 10`)
+  }
+  return value
 }
 
 export function parseKs(list: string): number[] {

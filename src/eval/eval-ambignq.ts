@@ -1,0 +1,480 @@
+// End-to-end AmbigNQ evaluation: every question through the answering pipeline, N in flight, each
+// finished question appended to <out>/progress.jsonl so a killed run resumes where it stopped;
+// then the official-format predictions, the official metric, timings and an HTML report, each
+// written atomically.
+import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import type { RetrievedPassage } from '../../retriever/retriever.js'
+import type { Config } from '../config.js'
+import { ERR_DATA_MISSING, ERR_OUTPUT_UNWRITABLE, ERR_USAGE } from '../errors.js'
+import type { Logger } from '../log.js'
+import type { Disambiguated, Pipeline, StageTimings } from '../pipeline/pipeline.js'
+import { formatDuration } from '../progress.js'
+import { percentile } from './evaluate-retriever.js'
+import { loadIdList } from './questions.js'
+import { renderReport } from './report-html.js'
+import { loadReference, type AmbigNqMetrics, type AmbigNqRecord, type PredictedQaPair, scoreAmbigNq } from './score-ambignq.js'
+
+export const PROGRESS_FILE = 'progress.jsonl'
+export const PASSAGES_FILE = 'passages.jsonl'
+export const SETTINGS_FILE = 'settings.json'
+export const LOCK_FILE = '.lock'
+
+export interface EvalAmbigNqOptions {
+  /** AmbigNQ light (or full) JSON: questions and gold annotations. */
+  dataPath: string
+  /** Evaluate only these ids (one a line), in this order. */
+  idsPath?: string
+  outDir: string
+  retrieve: number
+  read: number
+  /** Questions in flight at once. */
+  concurrency: number
+  /** Evaluate only the first N questions (after --ids). */
+  limit?: number
+}
+
+/** One answered question: a line of progress.jsonl. */
+export interface ProgressRecord {
+  id: string
+  question: string
+  answers: { answer: string; question: string; confidence: number; evidence: string[] }[]
+  /** Ids of the passages the reader read, in reading order. */
+  read: string[]
+  timings: StageTimings
+}
+
+/** A passage the reader read: a line of passages.jsonl (the report shows them). */
+export interface PassageRecord { id: string; title: string; text: string }
+
+export interface TimingSummary { n: number; p50Ms: number; p99Ms: number; meanMs: number }
+
+export interface EvalMetrics extends AmbigNqMetrics {
+  timings: Record<'total' | 'retrieval' | 'rerank' | 'read' | 'disambiguate', TimingSummary>
+  run: { questions: number; resumed: number; answeredNow: number; seconds: number; questionsPerSecond: number }
+  config: Record<string, unknown>
+}
+
+export interface EvalSummary {
+  metrics: EvalMetrics
+  files: { predictions: string; answers: string; metrics: string; report: string; progress: string }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs
+
+/** The reference records to evaluate: the data file, cut to the id list (in its order) and the limit. */
+export function loadEvalRecords(dataPath: string, idsPath?: string, limit?: number): AmbigNqRecord[] {
+  if (!existsSync(dataPath)) throw ERR_DATA_MISSING(dataPath, '`ambigqa eval ambignq --data`')
+  let records = loadReference(dataPath)
+  if (idsPath !== undefined) {
+    const ids = loadIdList(idsPath)
+    if (ids.size === 0) throw ERR_USAGE(`--ids ${idsPath} lists no ids`, 'Give a file with one question id a line')
+    const byId = new Map(records.map((r) => [r.id, r]))
+    const unknown = [...ids].filter((id) => !byId.has(id))
+    if (unknown.length > 0) {
+      const shown = unknown.slice(0, 10).map((id) => JSON.stringify(id)).join(', ')
+      const more = unknown.length > 10 ? ` and ${unknown.length - 10} more` : ''
+      throw ERR_USAGE(
+        `--ids ${idsPath}: ${unknown.length} of ${ids.size} ids are not in ${dataPath}: ${shown}${more}`,
+        'Use an id list drawn from this data file (e.g. splits/eval-300.txt with ambignq/dev_light.json)',
+      )
+    }
+    records = [...ids].map((id) => byId.get(id)!)
+  }
+  if (limit !== undefined) records = records.slice(0, limit)
+  if (records.length === 0) throw ERR_USAGE(`${dataPath} holds no questions to evaluate`, 'Give an AmbigNQ file with questions')
+  return records
+}
+
+/** Creates the output folder and proves it can be written to. */
+export function prepareOutDir(outDir: string): void {
+  try {
+    mkdirSync(outDir, { recursive: true })
+    if (!statSync(outDir).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' })
+    const probe = join(outDir, `.write-test-${process.pid}`)
+    writeFileSync(probe, '')
+    unlinkSync(probe)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    const problem = code === 'EEXIST' || code === 'ENOTDIR' ? 'it or a parent is a file, not a folder'
+      : code === 'EACCES' || code === 'EPERM' ? 'permission denied'
+      : code === 'EROFS' ? 'read-only file system'
+      : code ?? (err as Error).message
+    throw ERR_OUTPUT_UNWRITABLE.withCause(err, outDir, problem)
+  }
+}
+
+/** Takes <out>/.lock for this process; refuses when a live process holds it. Returns the release. */
+export function lockOutDir(outDir: string): () => void {
+  const path = join(outDir, LOCK_FILE)
+  if (existsSync(path)) {
+    const pid = Number(readFileSync(path, 'utf8').trim())
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
+      throw ERR_USAGE(`${outDir} is in use by another evaluation (process ${pid})`, 'Wait for it to finish, stop it, or pass another --out')
+    }
+  }
+  writeFileSync(path, `${process.pid}\n`)
+  return () => {
+    try {
+      if (readFileSync(path, 'utf8').trim() === String(process.pid)) unlinkSync(path)
+    } catch { /* already gone */ }
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** The settings that make answers comparable: a resumed run must use the same ones. */
+export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'retrieve' | 'read'>): Record<string, unknown> {
+  const r = config.reader
+  return {
+    retrieve: options.retrieve,
+    read: options.read,
+    retriever: config.retriever,
+    store: config.retriever === 'bm25-es' ? config.elasticsearch.url : resolve(config.store),
+    reranker: config.reranker.model ? { model: resolve(config.reranker.model), precision: config.reranker.precision, maxTokens: config.reranker.maxTokens } : 'none',
+    reader: {
+      spanseqgen: resolve(r.spanseqgen), qd: resolve(r.qd), precision: r.precision,
+      maxInputTokens: r.maxInputTokens, numBeams: r.numBeams, constrainToPassages: r.constrainToPassages,
+    },
+  }
+}
+
+/** Records the run's settings, or checks them against the ones the folder's progress was made with. */
+export function checkSettings(outDir: string, settings: Record<string, unknown>): void {
+  const path = join(outDir, SETTINGS_FILE)
+  const wanted = JSON.stringify(settings)
+  if (existsSync(path) && existsSync(join(outDir, PROGRESS_FILE))) {
+    let previous: unknown
+    try {
+      previous = JSON.parse(readFileSync(path, 'utf8'))
+    } catch {
+      previous = undefined
+    }
+    if (previous !== undefined && JSON.stringify(previous) !== wanted) {
+      const diffs = differences(previous, settings).slice(0, 5).join('; ')
+      throw ERR_USAGE(
+        `${outDir} holds answers made with other settings (${diffs})`,
+        'Resume with the same settings, or pass another --out (or delete the folder) to start over',
+      )
+    }
+  }
+  writeAtomic(path, `${JSON.stringify(settings, null, 2)}\n`)
+}
+
+function differences(a: unknown, b: unknown, prefix = ''): string[] {
+  if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null && !Array.isArray(a) && !Array.isArray(b)) {
+    const keys = new Set([...Object.keys(a), ...Object.keys(b)])
+    return [...keys].flatMap((k) => differences((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], prefix ? `${prefix}.${k}` : k))
+  }
+  return JSON.stringify(a) === JSON.stringify(b) ? [] : [`${prefix || 'settings'}: was ${JSON.stringify(a)}, now ${JSON.stringify(b)}`]
+}
+
+// ---------------------------------------------------------------------------------------------
+// The resumable JSON Lines files
+
+/**
+ * Reads a JSON Lines file written by appendLine. A kill can leave a partial last line: it is cut
+ * off the file (so the next append starts on a fresh line) and reported in `dropped`.
+ */
+export function readJsonLines<T>(path: string, log?: Logger): { items: T[]; dropped: number } {
+  if (!existsSync(path)) return { items: [], dropped: 0 }
+  const buffer = readFileSync(path)
+  const end = buffer.lastIndexOf(0x0a) + 1
+  let dropped = 0
+  if (end < buffer.length) {
+    // The tail after the last newline is a line a kill interrupted: drop it.
+    const fd = openSync(path, 'r+')
+    try {
+      ftruncateSync(fd, end)
+    } finally {
+      closeSync(fd)
+    }
+    dropped++
+    log?.warn({ file: path, bytes: buffer.length - end }, 'dropped a truncated last line (an interrupted run); its question is answered again')
+  }
+  const items: T[] = []
+  const lines = buffer.subarray(0, end).toString('utf8').split('\n')
+  lines.forEach((line, i) => {
+    if (line.trim() === '') return
+    try {
+      items.push(JSON.parse(line) as T)
+    } catch {
+      dropped++
+      log?.warn({ file: path, line: i + 1 }, 'skipped a line that is not JSON')
+    }
+  })
+  return { items, dropped }
+}
+
+/** Appends lines with one write each (O_APPEND), so a kill loses at most the line being written. */
+class LineAppender {
+  private readonly fd: number
+  constructor(readonly path: string) {
+    this.fd = openSync(path, 'a')
+  }
+  append(value: unknown): void {
+    writeSync(this.fd, `${JSON.stringify(value)}\n`)
+  }
+  close(): void {
+    closeSync(this.fd)
+  }
+}
+
+export function writeAtomic(path: string, content: string): void {
+  const tmp = `${path}.tmp-${process.pid}`
+  try {
+    writeFileSync(tmp, content)
+    renameSync(tmp, path)
+  } catch (err) {
+    try { unlinkSync(tmp) } catch { /* never written */ }
+    throw ERR_OUTPUT_UNWRITABLE.withCause(err, path, (err as NodeJS.ErrnoException).code ?? (err as Error).message)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the questions
+
+const round2 = (x: number) => Math.round(x * 100) / 100
+
+export function toProgressRecord(id: string, result: Disambiguated): ProgressRecord {
+  const timings: StageTimings = { retrievalMs: round2(result.timings.retrievalMs), totalMs: round2(result.timings.totalMs) }
+  if (result.timings.rerankMs !== undefined) timings.rerankMs = round2(result.timings.rerankMs)
+  if (result.timings.readMs !== undefined) timings.readMs = round2(result.timings.readMs)
+  if (result.timings.disambiguateMs !== undefined) timings.disambiguateMs = round2(result.timings.disambiguateMs)
+  return {
+    id,
+    question: result.question,
+    answers: result.answers.map((a) => ({ answer: a.answer, question: a.question, confidence: a.confidence, evidence: a.evidence.map((p) => p.id) })),
+    read: result.reranked.map((p) => p.id),
+    timings,
+  }
+}
+
+/** The passages of a result the report may show: those read, and any evidence beyond them. */
+function passagesOf(result: Disambiguated): RetrievedPassage[] {
+  const seen = new Map<string, RetrievedPassage>()
+  for (const p of result.reranked) seen.set(p.id, p)
+  for (const a of result.answers) for (const p of a.evidence) if (!seen.has(p.id)) seen.set(p.id, p)
+  return [...seen.values()]
+}
+
+/**
+ * Answers `pending` with `concurrency` questions in flight, calling `onAnswer` as each finishes.
+ * The first failure stops the run (the others are aborted) and is thrown.
+ */
+export async function answerAll(
+  pipeline: Pipeline,
+  pending: readonly AmbigNqRecord[],
+  options: { retrieve: number; read: number; concurrency: number },
+  onAnswer: (record: AmbigNqRecord, result: Disambiguated) => void,
+): Promise<void> {
+  const controller = new AbortController()
+  let next = 0
+  let failure: { error: unknown } | undefined
+  const worker = async () => {
+    while (!failure) {
+      const record = pending[next++]
+      if (!record) return
+      try {
+        const result = await pipeline.ask(record.question, { retrieve: options.retrieve, read: options.read }, controller.signal)
+        if (failure) return
+        onAnswer(record, result)
+      } catch (error) {
+        if (!failure) {
+          failure = { error }
+          controller.abort()
+        }
+        return
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency, pending.length)) }, worker))
+  if (failure) throw failure.error
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outputs
+
+/** Official full-format predictions: id → [{question, answer}]; no answer gives one empty answer. */
+export function fullPredictions(records: readonly AmbigNqRecord[], done: ReadonlyMap<string, ProgressRecord>): Record<string, PredictedQaPair[]> {
+  const out: Record<string, PredictedQaPair[]> = {}
+  for (const rec of records) {
+    const answers = done.get(rec.id)?.answers ?? []
+    // The official scorer needs a non-empty list: an empty answer (which matches nothing) stands for "none".
+    out[rec.id] = answers.length > 0
+      ? answers.map((a) => ({ question: a.question.trim() !== '' ? a.question : rec.question, answer: a.answer }))
+      : [{ question: rec.question, answer: '' }]
+  }
+  return out
+}
+
+function summarizeTimes(values: number[]): TimingSummary {
+  if (values.length === 0) return { n: 0, p50Ms: NaN, p99Ms: NaN, meanMs: NaN }
+  const mean = values.reduce((s, v) => s + v, 0) / values.length
+  return { n: values.length, p50Ms: round2(percentile(values, 50)), p99Ms: round2(percentile(values, 99)), meanMs: round2(mean) }
+}
+
+export function timingSummary(records: readonly ProgressRecord[]): EvalMetrics['timings'] {
+  const pick = (f: (t: StageTimings) => number | undefined) => records.map((r) => f(r.timings)).filter((v): v is number => typeof v === 'number')
+  return {
+    total: summarizeTimes(pick((t) => t.totalMs)),
+    retrieval: summarizeTimes(pick((t) => t.retrievalMs)),
+    rerank: summarizeTimes(pick((t) => t.rerankMs)),
+    read: summarizeTimes(pick((t) => t.readMs)),
+    disambiguate: summarizeTimes(pick((t) => t.disambiguateMs)),
+  }
+}
+
+/**
+ * Progress of the questions: a live bar on a terminal, a log line every few seconds otherwise,
+ * with questions/s to two decimals (a reader does a few a second, not thousands) and the ETA.
+ */
+class QuestionProgress {
+  private readonly started = performance.now()
+  private last = 0
+  private count = 0
+  private readonly tty = Boolean(process.stderr.isTTY)
+
+  constructor(private readonly total: number, private readonly resumed: number, private readonly log: Logger) {}
+
+  update(count: number): void {
+    this.count = count
+    const now = performance.now()
+    if (now - this.last < (this.tty ? 200 : 5000)) return
+    this.last = now
+    this.render(false)
+  }
+
+  done(): void {
+    this.render(true)
+  }
+
+  private render(final: boolean): void {
+    const seconds = Math.max((performance.now() - this.started) / 1000, 1e-3)
+    const rate = this.count / seconds
+    const left = this.total - this.count
+    const eta = rate > 0 && left > 0 ? left / rate : undefined
+    if (this.tty) {
+      const fraction = this.total === 0 ? 1 : this.count / this.total
+      const width = 24
+      const filled = Math.round(fraction * width)
+      const parts = [
+        `answering AmbigNQ: ${this.count}/${this.total} questions${this.resumed > 0 ? ` (+${this.resumed} resumed)` : ''}`,
+        `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${(fraction * 100).toFixed(1)}%`,
+        `${rate.toFixed(2)} questions/s`,
+        final ? `in ${formatDuration(seconds)}` : eta !== undefined ? `ETA ${formatDuration(eta)}` : '',
+      ]
+      process.stderr.write(`\r\x1b[K${parts.filter(Boolean).join('  ')}${final ? '\n' : ''}`)
+    } else {
+      this.log.info(
+        { job: 'eval ambignq', questions: this.count, of: this.total, resumed: this.resumed, perSecond: Math.round(rate * 100) / 100, etaSeconds: eta === undefined ? undefined : Math.round(eta) },
+        final ? 'answering AmbigNQ finished' : 'answering AmbigNQ progress',
+      )
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The whole evaluation
+
+export interface EvalEnvironment {
+  config: Config
+  log: Logger
+  /** Opens the pipeline; called only when questions remain to be answered. */
+  openPipeline: () => Promise<Pipeline>
+}
+
+export async function evaluateAmbigNq(options: EvalAmbigNqOptions, env: EvalEnvironment): Promise<EvalSummary> {
+  const { log } = env
+  const started = performance.now()
+  const records = loadEvalRecords(options.dataPath, options.idsPath, options.limit)
+  const outDir = resolve(options.outDir)
+  prepareOutDir(outDir)
+  const release = lockOutDir(outDir)
+  try {
+    const settings = runSettings(env.config, options)
+    checkSettings(outDir, settings)
+    const progressPath = join(outDir, PROGRESS_FILE)
+    const passagesPath = join(outDir, PASSAGES_FILE)
+    const done = new Map<string, ProgressRecord>()
+    for (const r of readJsonLines<ProgressRecord>(progressPath, log).items) if (typeof r?.id === 'string') done.set(r.id, r)
+    const passages = new Map<string, PassageRecord>()
+    for (const p of readJsonLines<PassageRecord>(passagesPath, log).items) if (typeof p?.id === 'string') passages.set(p.id, p)
+
+    const pending = records.filter((r) => !done.has(r.id))
+    const resumed = records.length - pending.length
+    log.info({ questions: records.length, resumed, pending: pending.length, concurrency: options.concurrency, out: outDir },
+      resumed > 0 ? `resuming: ${resumed} of ${records.length} questions already answered in ${progressPath}` : `answering ${records.length} questions`)
+
+    let answeredNow = 0
+    if (pending.length > 0) {
+      const pipeline = await env.openPipeline()
+      const progressOut = new LineAppender(progressPath)
+      const passagesOut = new LineAppender(passagesPath)
+      const progress = new QuestionProgress(pending.length, resumed, log)
+      try {
+        await answerAll(pipeline, pending, options, (record, result) => {
+          // Passages first: a question in progress.jsonl always has its passages on disk.
+          for (const p of passagesOf(result)) {
+            if (passages.has(p.id)) continue
+            const saved = { id: p.id, title: p.title, text: p.text }
+            passages.set(p.id, saved)
+            passagesOut.append(saved)
+          }
+          const line = toProgressRecord(record.id, result)
+          progressOut.append(line)
+          done.set(record.id, line)
+          progress.update(++answeredNow)
+        })
+        progress.done()
+      } finally {
+        progressOut.close()
+        passagesOut.close()
+        await pipeline.close()
+      }
+    }
+
+    const predictions = fullPredictions(records, done)
+    const answersOnly: Record<string, string[]> = {}
+    for (const [id, pairs] of Object.entries(predictions)) answersOnly[id] = pairs.map((p) => p.answer)
+    const score = scoreAmbigNq(records, predictions)
+    const evaluated = records.map((r) => done.get(r.id)!)
+    const seconds = (performance.now() - started) / 1000
+    const metrics: EvalMetrics = {
+      ...score.metrics,
+      timings: timingSummary(evaluated),
+      run: { questions: records.length, resumed, answeredNow, seconds: round2(seconds), questionsPerSecond: round2(answeredNow / seconds) },
+      config: {
+        data: resolve(options.dataPath),
+        ids: options.idsPath === undefined ? null : resolve(options.idsPath),
+        limit: options.limit ?? null,
+        concurrency: options.concurrency,
+        ...settings,
+        bm25: env.config.bm25,
+        reader: { ...env.config.reader, spanseqgen: resolve(env.config.reader.spanseqgen), qd: resolve(env.config.reader.qd) },
+      },
+    }
+    const files = {
+      predictions: join(outDir, 'predictions.json'),
+      answers: join(outDir, 'predictions-answers.json'),
+      metrics: join(outDir, 'metrics.json'),
+      report: join(outDir, 'report.html'),
+      progress: progressPath,
+    }
+    writeAtomic(files.predictions, `${JSON.stringify(predictions, null, 1)}\n`)
+    writeAtomic(files.answers, `${JSON.stringify(answersOnly, null, 1)}\n`)
+    writeAtomic(files.metrics, `${JSON.stringify(metrics, null, 2)}\n`)
+    writeAtomic(files.report, renderReport({ records, done, passages, perQuestion: score.perQuestion, metrics, dataPath: options.dataPath }))
+    return { metrics, files }
+  } finally {
+    release()
+  }
+}
