@@ -81,7 +81,7 @@ export const defaults: Config = {
   reranker: { model: '', precision: 'int8', maxTokens: 256, batchSize: 16 },
   // The trained defaults live in assets/models (int8, rebuilt by scripts/train-defaults).
   reader: {
-    spanseqgen: join(DEFAULT_READER_DIR, 'spanseqgen'), qd: join(DEFAULT_READER_DIR, 'qd'), precision: 'int8', device: 'cpu',
+    spanseqgen: join(DEFAULT_READER_DIR, 'reader'), qd: join(DEFAULT_READER_DIR, 'reader'), precision: 'int8', device: 'cpu',
     threads: 2, maxBatch: 8, maxInputTokens: 256, numBeams: 0, constrainToPassages: false,
   },
   log: { level: 'info' },

@@ -4,12 +4,12 @@ import { resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import mercurius from 'mercurius'
 import client from 'prom-client'
-import { AmbigqaError, ERR_BATCH_TOO_LARGE, ERR_QUESTION_INVALID, ERR_READER_UNAVAILABLE, ERR_TIMEOUT } from '../errors.js'
+import { AmbigqaError, ERR_BATCH_TOO_LARGE, ERR_QUERY_TOO_COSTLY, ERR_QUESTION_INVALID, ERR_READER_UNAVAILABLE, ERR_TIMEOUT } from '../errors.js'
 import type { Pipeline } from '../pipeline/pipeline.js'
 import type { PassageStore } from '../../retriever/passage-store.js'
 import { Jobs } from './jobs.js'
 import { Limiter } from './limiter.js'
-import { queryCostRule } from './query-cost.js'
+import { askManyCost, queryCostRule } from './query-cost.js'
 import { silentLogger, type Logger } from '../log.js'
 
 export interface ServerLimits {
@@ -111,6 +111,7 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
       }),
       askMany: guarded('askMany', true, async (args: { questions: string[]; options?: { retrieve?: number; read?: number } }) => {
         if (args.questions.length > limits.maxBatch) throw ERR_BATCH_TOO_LARGE(args.questions.length, limits.maxBatch)
+        if (askManyCost(args.questions.length) > limits.maxCost) throw ERR_QUERY_TOO_COSTLY(askManyCost(args.questions.length), limits.maxCost)
         const questions = args.questions.map((q) => checkQuestion(q, limits))
         if (!options.pipeline.readerAvailable) throw ERR_READER_UNAVAILABLE('askMany', options.pipeline.stages.readerProblem ?? 'no reader was configured')
         return Promise.all(questions.map((q) => options.pipeline.ask(q, askOptions(args.options))))
@@ -136,7 +137,7 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
     graphiql: true,
     subscription: true,
     queryDepth: limits.maxDepth,
-    validationRules: [queryCostRule(limits.maxCost, limits.maxBatch)],
+    validationRules: [queryCostRule(limits.maxCost)],
   })
 
   app.get('/metrics', async (_request, reply) => {

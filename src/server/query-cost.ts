@@ -1,13 +1,19 @@
 // A static cost limit on GraphQL operations: depth alone lets one request hold a hundred
 // aliased `ask`s. Each field costs 1, except the ones that run the models or scan the index;
-// askMany costs per question (its list length, or the batch limit when it is a variable).
+// askMany costs per question: a literal list by its length here; a list given as a variable
+// (not visible to a cached validation rule) as one question here and by its real length when
+// the resolver runs (askManyCost).
 // Fragments are expanded, so a fragment repeated under aliases is counted every time.
 import { GraphQLError, Kind, type FragmentDefinitionNode, type SelectionSetNode, type ValidationRule } from 'graphql'
 import { ERR_QUERY_TOO_COSTLY } from '../errors.js'
 
 export const FIELD_COSTS: Readonly<Record<string, number>> = { ask: 50, askMany: 50, search: 5, startIndexing: 50, startEvaluation: 50 }
 
-export function queryCostRule(maxCost: number, maxBatch: number): ValidationRule {
+export function askManyCost(questions: number): number {
+  return FIELD_COSTS.askMany! * questions
+}
+
+export function queryCostRule(maxCost: number): ValidationRule {
   return (context) => {
     const fragments = new Map<string, FragmentDefinitionNode>()
     for (const d of context.getDocument().definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d)
@@ -19,7 +25,7 @@ export function queryCostRule(maxCost: number, maxBatch: number): ValidationRule
           let own = FIELD_COSTS[s.name.value] ?? 1
           if (s.name.value === 'askMany') {
             const list = s.arguments?.find((a) => a.name.value === 'questions')?.value
-            own *= list?.kind === Kind.LIST ? list.values.length : maxBatch
+            if (list?.kind === Kind.LIST) own *= list.values.length
           }
           cost += own + costOf(s.selectionSet, expanding)
         } else if (s.kind === Kind.INLINE_FRAGMENT) {
