@@ -58,7 +58,7 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
         state = {"step": 0}
         print(f"train: starting from {init}")
     else:
-        model, tok = build_bart(cfg.get("decoder_layers", 2), seed=seed, warm=cfg.get("warm", True))
+        model, tok = build_bart(cfg.get("decoder_layers", 2), seed=seed, warm=cfg.get("warm", True), tie=cfg.get("tie_embeddings", True))
         state = {"step": 0}
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
     if "optimizer" in state:

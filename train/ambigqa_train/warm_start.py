@@ -81,7 +81,7 @@ def load_bert() -> BertModel:
     return model
 
 
-def bart_config(tok: PreTrainedTokenizerFast, bert: BertModel, decoder_layers: int = 2) -> BartConfig:
+def bart_config(tok: PreTrainedTokenizerFast, bert: BertModel, decoder_layers: int = 2, tie: bool = True) -> BartConfig:
     b = bert.config
     return BartConfig(
         vocab_size=len(tok),
@@ -104,7 +104,7 @@ def bart_config(tok: PreTrainedTokenizerFast, bert: BertModel, decoder_layers: i
         decoder_start_token_id=tok.bos_token_id,
         forced_bos_token_id=None,
         forced_eos_token_id=tok.eos_token_id,
-        tie_word_embeddings=True,
+        tie_word_embeddings=tie,
     )
 
 
@@ -122,12 +122,14 @@ def _copy_attention(attn: nn.Module, bert_layer: nn.Module) -> None:
     _copy(attn.out_proj, bert_layer.attention.output.dense)
 
 
-def build_bart(decoder_layers: int = 2, seed: int = 0, warm: bool = True) -> tuple[BartForConditionalGeneration, PreTrainedTokenizerFast]:
-    """A BART seq2seq warm-started from MiniLM (or randomly initialised with `warm=False`)."""
+def build_bart(decoder_layers: int = 2, seed: int = 0, warm: bool = True, tie: bool = True) -> tuple[BartForConditionalGeneration, PreTrainedTokenizerFast]:
+    """A BART seq2seq warm-started from MiniLM (or randomly initialised with `warm=False`). With
+    `tie=False` the output projection starts as a copy of the embeddings and learns apart: MiniLM
+    has no MLM head, so its top states are not in the embeddings' space."""
     torch.manual_seed(seed)
     tok = load_tokenizer()
     bert = load_bert()
-    config = bart_config(tok, bert, decoder_layers)
+    config = bart_config(tok, bert, decoder_layers, tie)
     model = BartForConditionalGeneration(config)
     set_layer_norm_eps(model)
     if not warm:
@@ -161,6 +163,8 @@ def build_bart(decoder_layers: int = 2, seed: int = 0, warm: bool = True) -> tup
             _copy(layer.fc2, bl.output.dense)
             _copy(layer.final_layer_norm, bl.output.LayerNorm)
         model.final_logits_bias.zero_()
+        if not tie:
+            model.lm_head.weight.copy_(shared)
     model.tie_weights()
     return model, tok
 
