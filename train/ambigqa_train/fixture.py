@@ -41,12 +41,12 @@ import onnx
 import onnxruntime as ort
 import torch
 import transformers
-from transformers import BartForConditionalGeneration, BertConfig, GenerationConfig, PreTrainedTokenizerFast
+from transformers import BartForConditionalGeneration, BertConfig, BertForSequenceClassification, GenerationConfig, PreTrainedTokenizerFast
 
 from . import export_onnx
 from .common import lr_at
 from .train_seq2seq import encode
-from .warm_start import ANSWER_SEP, bart_config, load_tokenizer, set_layer_norm_eps
+from .warm_start import ANSWER_SEP, bart_config, load_cross_encoder_tokenizer, load_tokenizer, set_layer_norm_eps
 
 SQUAD_DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "squad" / "dev-v1.1.json"
 TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
@@ -569,11 +569,38 @@ def _build(out: Path, seed: int, source: str, steps: int, int8: bool, ort_check:
         reference["int8_weights"] = {p.name: export_onnx.weight_report(p) for p in sorted(out.glob("*_quantized.onnx"))}
     if ort_check:
         reference["onnxruntime_greedy"] = ort_checks(out, tok, cases)
+    reference["cross_encoder"] = cross_encoder_fixture(out / "cross-encoder", examples, seed)
     (out / "reference.json").write_text(json.dumps(reference, indent=1) + "\n")
     timing = {"train_s": round(t_train, 1), "reference_s": round(t_ref, 1), "export_s": round(t_export, 1),
               "total_s": round(time.time() - t0, 1)}
     return {"out": str(out), "loss": round(loss, 4), "cases": len(cases), **timing,
             "onnxruntime_greedy": {k: v["greedy_equal"] for k, v in (reference.get("onnxruntime_greedy") or {}).items()}}
+
+
+CROSS_ENCODER_MAX_LEN = 48
+
+
+def cross_encoder_fixture(out: Path, examples: list[Example], seed: int) -> dict[str, Any]:
+    """A tiny random BERT cross-encoder exported as the reranker is (model.onnx, int8 too), with
+    torch's logits for (question, `title: text`) pairs encoded as train_reranker encodes them
+    (only the passage truncated), some of them long enough to be cut."""
+    torch.manual_seed(seed)
+    tok = load_cross_encoder_tokenizer()
+    model = BertForSequenceClassification(BertConfig(**{**TINY, "vocab_size": len(tok), "num_labels": 1}))
+    model.eval()
+    with tempfile.TemporaryDirectory(prefix="fixture-ce.") as td:
+        model.save_pretrained(td)
+        tok.save_pretrained(td)
+        export_onnx.export_cross_encoder(Path(td), out)
+    pairs = []
+    for e in examples[:6]:
+        title, text = e.title, (e.text if len(pairs) % 2 == 0 else " ".join([e.text] * 4))
+        enc = tok(e.question, f"{title}: {text}", max_length=CROSS_ENCODER_MAX_LEN, truncation="only_second", return_tensors="pt")
+        with torch.no_grad():
+            logit = float(model(**enc).logits[0, 0])
+        pairs.append({"question": e.question, "title": title, "text": text, "input_ids": enc.input_ids[0].tolist(),
+                      "token_type_ids": enc.token_type_ids[0].tolist(), "logit": logit})
+    return {"dir": "cross-encoder", "max_len": CROSS_ENCODER_MAX_LEN, "pairs": pairs}
 
 
 def main(argv: list[str] | None = None) -> None:

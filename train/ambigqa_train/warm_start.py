@@ -173,9 +173,13 @@ def build_cross_encoder(seed: int = 0) -> tuple[BertForSequenceClassification, P
     """MiniLM as a one-logit cross-encoder (fresh pooler/classifier where MiniLM has none)."""
     torch.manual_seed(seed)
     model = BertForSequenceClassification.from_pretrained(str(minilm_dir()), num_labels=1)
-    tok = PreTrainedTokenizerFast(
+    return model, load_cross_encoder_tokenizer()
+
+
+def load_cross_encoder_tokenizer() -> PreTrainedTokenizerFast:
+    """MiniLM's WordPiece with token types (question = 0, passage = 1), no added tokens."""
+    return PreTrainedTokenizerFast(
         tokenizer_file=str(minilm_dir() / "tokenizer.json"),
         pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
         mask_token="[MASK]", model_max_length=512,
     )
-    return model, tok
