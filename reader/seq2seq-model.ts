@@ -46,7 +46,7 @@ export interface LoadOptions extends Partial<SessionOptions> {
   precision?: Precision
 }
 
-const HOW_TO_BUILD = 'ambigqa train export seq2seq <checkpoint> <model folder> (train/README.md)'
+const HOW_TO_BUILD = 'ambigqa train export seq2seq <checkpoint> <model folder>'
 
 function readJson(path: string): Record<string, unknown> {
   try {
@@ -108,15 +108,14 @@ export class Seq2SeqModel {
   static async load(dir: string, options: LoadOptions = {}): Promise<Seq2SeqModel> {
     const precision = options.precision ?? 'fp32'
     const suffix = precision === 'int8' ? '_quantized' : ''
-    const fix = precision === 'int8' ? `${HOW_TO_BUILD}, which writes the int8 *_quantized.onnx files too (or set reader.precision to fp32)` : HOW_TO_BUILD
     const file = (name: string): string => join(dir, name)
     for (const name of ['config.json', 'tokenizer.json', `encoder_model${suffix}.onnx`]) {
-      if (!existsSync(file(name))) throw ERR_MODEL_MISSING(file(name), fix)
+      if (!existsSync(file(name))) throw ERR_MODEL_MISSING(file(name), HOW_TO_BUILD)
     }
     const mergedPath = file(`decoder_model_merged${suffix}.onnx`)
     const splitPaths = [file(`decoder_model${suffix}.onnx`), file(`decoder_with_past_model${suffix}.onnx`)] as const
     const merged = existsSync(mergedPath)
-    if (!merged) for (const path of splitPaths) if (!existsSync(path)) throw ERR_MODEL_MISSING(`${mergedPath} (or ${path})`, fix)
+    if (!merged) for (const path of splitPaths) if (!existsSync(path)) throw ERR_MODEL_MISSING(`${mergedPath} (or ${path})`, HOW_TO_BUILD)
 
     const raw = readJson(file('config.json'))
     const generation = existsSync(file('generation_config.json')) ? readJson(file('generation_config.json')) : {}

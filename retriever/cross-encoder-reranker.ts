@@ -18,7 +18,7 @@ export interface RerankerOptions extends Partial<SessionOptions> {
   batchSize?: number
 }
 
-const HOW_TO_BUILD = 'ambigqa train export cross-encoder <checkpoint> <model folder> (train/README.md)'
+const HOW_TO_BUILD = 'ambigqa train export cross-encoder <checkpoint> <model folder>'
 
 export class CrossEncoderReranker implements Reranker {
   readonly name = 'cross-encoder'

@@ -201,7 +201,7 @@ export const ERR_BATCH_TOO_LARGE = createError(
 export const ERR_READER_UNAVAILABLE = createError(
   'READER_UNAVAILABLE',
   503,
-  (what: string, reason: string) => `${what} needs the reader models, which did not load: ${reason}. Until they do, search works`,
+  (what: string, reason: string) => `${what} needs the reader models, which did not load: ${reason} (scripts/train-defaults rebuilds the shipped ones). Until they do, search works`,
 )
 
 export const ERR_QUERY_TOO_COSTLY = createError(

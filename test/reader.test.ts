@@ -155,7 +155,7 @@ test('missing or inconsistent model files: errors that name the file and the com
     for (const f of ['decoder_model_merged.onnx', 'decoder_with_past_model.onnx']) rmSync(join(dir, f))
     await assert.rejects(Seq2SeqModel.load(dir), (e: unknown) => isAmbigqaError(e) && e.code === 'AMBIGQA_ERR_MODEL_MISSING' && e.message.includes('decoder_with_past_model.onnx'))
     for (const f of ['decoder_model_merged_quantized.onnx', 'decoder_with_past_model_quantized.onnx']) rmSync(join(dir, f))
-    await assert.rejects(Seq2SeqModel.load(dir, { precision: 'int8' }), (e: unknown) => isAmbigqaError(e) && e.message.includes('decoder_with_past_model_quantized.onnx') && e.message.includes('reader.precision to fp32'))
+    await assert.rejects(Seq2SeqModel.load(dir, { precision: 'int8' }), (e: unknown) => isAmbigqaError(e) && e.message.includes('decoder_with_past_model_quantized.onnx'))
     cpSync(join(fixture.dir!, 'decoder_model_merged.onnx'), join(dir, 'decoder_model_merged.onnx'))
     const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>
     writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, decoder_layers: 5 }))
