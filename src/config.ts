@@ -82,7 +82,7 @@ export const defaults: Config = {
   // The trained defaults live in assets/models (int8, rebuilt by scripts/train-defaults).
   reader: {
     spanseqgen: join(DEFAULT_READER_DIR, 'reader'), qd: join(DEFAULT_READER_DIR, 'reader'), precision: 'int8', device: 'cpu',
-    threads: 2, maxBatch: 8, maxInputTokens: 256, numBeams: 0, constrainToPassages: false,
+    threads: 2, maxBatch: 8, maxInputTokens: 256, numBeams: 0, constrainToPassages: true,
   },
   log: { level: 'info' },
 }
