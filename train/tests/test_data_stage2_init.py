@@ -77,3 +77,17 @@ def test_missing_init_is_an_error(tmp_path: Path) -> None:
     cfg["train_file"] = str(tmp_path / "t.jsonl")
     with pytest.raises(FileNotFoundError, match="init checkpoint"):
         train_seq2seq.train(cfg, seed=0)
+
+
+def test_freeze_encoder_trains_the_decoder_only(stage1: Path) -> None:
+    init = stage1 / "s1/seed-0/checkpoint"
+    cfg = load_config(CONFIGS / "spanseqgen2-tiny.json") | {
+        "train_file": str(stage1 / "s1.jsonl"), "init": str(init), "out": str(stage1 / "frozen"),
+        "steps": 1, "save_every": 1, "warmup": 0, "lr": 1e-3, "freeze_encoder": True}
+    train_seq2seq.train(cfg, seed=0)
+    before, after = _state(init), _state(stage1 / "frozen/seed-0/checkpoint")
+    encoder = [k for k in before if k.startswith("model.encoder.layers.")]
+    decoder = [k for k in before if k.startswith("model.decoder.layers.")]
+    assert encoder and decoder
+    assert all(torch.equal(before[k], after[k]) for k in encoder)
+    assert any(not torch.equal(before[k], after[k]) for k in decoder)
