@@ -2,9 +2,10 @@
 // bookkeeping that makes a build resumable. A store is usable only once its state is 'ready';
 // anything else is an interrupted or failed build that the next build resumes.
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
+import { takePidLock } from '../src/pid-lock.js'
 import { ERR_STORE_BUSY, ERR_STORE_CORRUPT, ERR_STORE_INCOMPLETE, ERR_STORE_NOT_FOUND } from '../src/errors.js'
 import type { Passage } from '../index/passage.js'
 
@@ -213,18 +214,5 @@ function openDatabase(dir: string, readonly: boolean): Database.Database {
 }
 
 function takeLock(dir: string, lockPath: string): void {
-  if (existsSync(lockPath)) {
-    const pid = Number(readFileSync(lockPath, 'utf8').trim())
-    if (Number.isInteger(pid) && pid !== process.pid && isAlive(pid)) throw ERR_STORE_BUSY(dir, pid)
-  }
-  writeFileSync(lockPath, String(process.pid))
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
+  takePidLock(lockPath, (pid) => { throw ERR_STORE_BUSY(dir, pid) })
 }

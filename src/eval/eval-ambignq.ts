@@ -8,6 +8,7 @@ import type { RetrievedPassage } from '../../retriever/retriever.js'
 import type { Config } from '../config.js'
 import { ERR_DATA_MISSING, ERR_OUTPUT_UNWRITABLE, ERR_USAGE } from '../errors.js'
 import type { Logger } from '../log.js'
+import { takePidLock } from '../pid-lock.js'
 import type { Disambiguated, Pipeline, StageTimings } from '../pipeline/pipeline.js'
 import { formatDuration } from '../progress.js'
 import { percentile } from './evaluate-retriever.js'
@@ -108,26 +109,13 @@ export function prepareOutDir(outDir: string): void {
 /** Takes <out>/.lock for this process; refuses when a live process holds it. Returns the release. */
 export function lockOutDir(outDir: string): () => void {
   const path = join(outDir, LOCK_FILE)
-  if (existsSync(path)) {
-    const pid = Number(readFileSync(path, 'utf8').trim())
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
-      throw ERR_USAGE(`${outDir} is in use by another evaluation (process ${pid})`, 'Wait for it to finish, stop it, or pass another --out')
-    }
-  }
-  writeFileSync(path, `${process.pid}\n`)
+  takePidLock(path, (pid) => {
+    throw ERR_USAGE(`${outDir} is in use by another evaluation (process ${pid})`, 'Wait for it to finish, stop it, or pass another --out')
+  })
   return () => {
     try {
       if (readFileSync(path, 'utf8').trim() === String(process.pid)) unlinkSync(path)
     } catch { /* already gone */ }
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
 }
 
