@@ -6,16 +6,15 @@
 import assert from 'node:assert/strict'
 import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { test } from 'node:test'
-import { buildIndex } from '../index/build-index.js'
-import { silentLogger } from '../src/log.js'
 import { fullPredictions, type EvalMetrics, type ProgressRecord } from '../src/eval/eval-ambignq.js'
 import { escapeHtml } from '../src/eval/report-html.js'
 import { loadReference, scoreAmbigNq, validatePredictions, type AmbigNqRecord } from '../src/eval/score-ambignq.js'
 import { readerFixture } from './helpers/reader-fixture.js'
 import { runCli } from './helpers/run-cli.js'
 import { sharedFile } from './helpers/shared-data.js'
+import { buildDemoStore } from './helpers/demo-store.js'
 
 const DEV = sharedFile('ambignq/dev_light.json')
 const EVAL_300 = sharedFile('splits/eval-300.txt')
@@ -28,12 +27,7 @@ let storePromise: Promise<string> | undefined
 /** The demo corpus (5,531 real DPR passages) in a BM25 SQLite store, built once for the file. */
 function demoStore(): Promise<string> {
   storePromise ??= (async () => {
-    const dir = join(tmp(), 'store')
-    await buildIndex({
-      store: dir, sources: [{ path: resolve(process.cwd(), 'assets/demo/passages.tsv.gz') }],
-      onError: 'fail', batchSize: 2000, segmentSize: 10000, workers: 1, log: silentLogger,
-    })
-    return dir
+    return buildDemoStore('eval-ambignq-store-')
   })()
   return storePromise
 }

@@ -1,21 +1,17 @@
 // ask and askMany over the whole pipeline with real parts: BM25 on SQLite over the demo corpus,
 // and the tiny real ONNX reader made by train/ (test/helpers/reader-fixture.ts).
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
 import { after, before, test } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { buildIndex } from '../index/build-index.js'
 import { Reader } from '../reader/reader.js'
 import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { defaults } from '../src/config.js'
 import { hasAnswer } from '../src/eval/has-answer.js'
-import { silentLogger } from '../src/log.js'
 import { Pipeline } from '../src/pipeline/pipeline.js'
 import { ambigqaServer } from '../src/server/app.js'
 import { readerFixture } from './helpers/reader-fixture.js'
+import { buildDemoStore } from './helpers/demo-store.js'
 
 const fixture = readerFixture()
 let storeDir = ''
@@ -25,11 +21,7 @@ let instance: FastifyInstance
 
 before(async () => {
   if (fixture.skip) return
-  storeDir = join(mkdtempSync(join(tmpdir(), 'server-ask-')), 'store')
-  await buildIndex({
-    store: storeDir, sources: [{ path: resolve(process.cwd(), 'assets/demo/passages.tsv.gz') }],
-    onError: 'fail', batchSize: 2000, segmentSize: 10000, workers: 1, log: silentLogger,
-  })
+  storeDir = await buildDemoStore('server-ask-')
   store = PassageStore.openReadOnly(storeDir)
   const reader = await Reader.open({ ...defaults.reader, spanseqgen: fixture.dir!, qd: fixture.dir!, precision: 'fp32', numBeams: 1 })
   pipeline = new Pipeline({

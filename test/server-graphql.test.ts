@@ -1,27 +1,19 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
 import { after, before, test } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { buildIndex } from '../index/build-index.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
 import { defaults } from '../src/config.js'
-import { silentLogger } from '../src/log.js'
 import { Pipeline } from '../src/pipeline/pipeline.js'
 import { ambigqaServer, type ServerLimits } from '../src/server/app.js'
+import { buildDemoStore } from './helpers/demo-store.js'
 
 let storeDir = ''
 let store: PassageStore
 let pipeline: Pipeline
 
 before(async () => {
-  storeDir = join(mkdtempSync(join(tmpdir(), 'server-')), 'store')
-  await buildIndex({
-    store: storeDir, sources: [{ path: resolve(process.cwd(), 'assets/demo/passages.tsv.gz') }],
-    onError: 'fail', batchSize: 2000, segmentSize: 10000, workers: 1, log: silentLogger,
-  })
+  storeDir = await buildDemoStore('server-')
   store = PassageStore.openReadOnly(storeDir)
   pipeline = new Pipeline({ retriever: new Bm25SqliteRetriever(PassageStore.openReadOnly(storeDir), defaults.bm25) })
 })

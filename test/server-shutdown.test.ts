@@ -1,23 +1,15 @@
 // Graceful shutdown of `ambigqa serve`, for real: a SIGTERM while an `ask` is being answered lets
 // that request finish with its answer, then the process exits 0 and the port is closed.
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
 import { test } from 'node:test'
-import { buildIndex } from '../index/build-index.js'
-import { silentLogger } from '../src/log.js'
 import { readerFixture } from './helpers/reader-fixture.js'
 import { runCli } from './helpers/run-cli.js'
+import { buildDemoStore } from './helpers/demo-store.js'
 
 const fixture = readerFixture()
 
 test('SIGTERM during ask: the request in flight completes, then the server exits 0', { skip: fixture.skip }, async () => {
-  const store = join(mkdtempSync(join(tmpdir(), 'shutdown-')), 'store')
-  await buildIndex({
-    store, sources: [{ path: resolve(process.cwd(), 'assets/demo/passages.tsv.gz') }],
-    onError: 'fail', batchSize: 2000, segmentSize: 10000, workers: 1, log: silentLogger,
-  })
+  const store = await buildDemoStore('shutdown-')
   let port = 0
   let sawListening: () => void = () => {}
   const listening = new Promise<void>((r) => { sawListening = r })
