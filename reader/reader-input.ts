@@ -1,7 +1,7 @@
 // How the reader's inputs are written, exactly as train/ambigqa_train/data.py writes them:
 // `question [SEP] title: text [SEP] title: text ...`, cut by the tokenizer to the model's budget.
 import type { RetrievedPassage } from '../retriever/retriever.js'
-import { dprTokens } from '../src/eval/has-answer.js'
+import { containsTokens, dprTokenSpans, dprTokens } from '../src/eval/has-answer.js'
 
 export const INPUT_SEPARATOR = ' [SEP] '
 
@@ -13,8 +13,6 @@ export function joinInput(...parts: string[]): string {
   return parts.filter((p) => p.length > 0).join(INPUT_SEPARATOR)
 }
 
-const TOKEN = /[\p{L}\p{N}\p{M}]+|[^\p{Z}\p{C}]/gu
-
 /**
  * The answer as the passage writes it: the model's vocabulary is lower-cased, so an answer is
  * shown with the casing and punctuation of its first occurrence in the evidence (DPR's match).
@@ -23,12 +21,10 @@ export function surfaceForm(answer: string, passageText: string): string | undef
   const want = dprTokens(answer)
   if (want.length === 0) return undefined
   const text = passageText.normalize('NFD')
-  const tokens = [...text.matchAll(TOKEN)]
-  outer: for (let i = 0; i + want.length <= tokens.length; i++) {
-    for (let j = 0; j < want.length; j++) if (tokens[i + j]![0].toLowerCase() !== want[j]) continue outer
-    const first = tokens[i]!
-    const last = tokens[i + want.length - 1]!
-    return text.slice(first.index, last.index + last[0].length).normalize('NFC')
+  const spans = dprTokenSpans(text)
+  const tokens = spans.map((s) => s.token)
+  for (let i = 0; i + want.length <= spans.length; i++) {
+    if (containsTokens(tokens.slice(i, i + want.length), want)) return text.slice(spans[i]!.start, spans[i + want.length - 1]!.end).normalize('NFC')
   }
   return undefined
 }

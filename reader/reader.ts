@@ -1,28 +1,15 @@
 // The reader of the pipeline: SpanSeqGen for the answer set and question disambiguation for
 // one rewrite per answer, each model loaded once and shared by all requests through a batch queue.
+import type { Config } from '../src/config.js'
 import type { Logger } from '../src/log.js'
 import type { Disambiguated, Read, Reranked, Stage } from '../src/pipeline/pipeline.js'
 import { BatchQueue } from './batch-queue.js'
-import type { Device } from './onnx-session.js'
 import { QuestionDisambiguator, type DisambiguationItem } from './question-disambiguator.js'
-import { Seq2SeqModel, type Precision } from './seq2seq-model.js'
+import { Seq2SeqModel } from './seq2seq-model.js'
 import { SpanSeqGen, type PredictedAnswer, type ReadingQuestion } from './span-seq-gen.js'
 
-export interface ReaderSettings {
-  /** SpanSeqGen model folder. */
-  spanseqgen: string
-  /** Question-disambiguation model folder (may be the same folder). */
-  qd: string
-  precision: Precision
-  device: Device
-  threads: number
-  /** Questions decoded together at most. */
-  maxBatch: number
-  maxInputTokens: number
-  /** 0 keeps the model's generation_config.json. */
-  numBeams: number
-  constrainToPassages: boolean
-}
+/** The `reader.*` settings (src/config.ts documents each). */
+export type ReaderSettings = Config['reader']
 
 export class Reader {
   private readonly answerQueue: BatchQueue<ReadingQuestion, PredictedAnswer[]>

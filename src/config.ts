@@ -79,7 +79,9 @@ export const defaults: Config = {
   },
   // model: a cross-encoder folder (model.onnx + tokenizer.json); empty keeps the retriever's order.
   reranker: { model: '', precision: 'int8', maxTokens: 256, batchSize: 16 },
-  // The trained defaults live in assets/models (int8, rebuilt by scripts/train-defaults).
+  // The trained defaults live in assets/models (int8, rebuilt by scripts/train-defaults); one
+  // folder may serve both tasks. maxBatch: questions decoded together; numBeams 0 keeps the
+  // model's generation_config.json; constrainToPassages: answers only copy passage spans.
   reader: {
     spanseqgen: join(DEFAULT_READER_DIR, 'reader'), qd: join(DEFAULT_READER_DIR, 'reader'), precision: 'int8', device: 'cpu',
     threads: 2, maxBatch: 8, maxInputTokens: 256, numBeams: 0, constrainToPassages: true,

@@ -5,9 +5,12 @@
 const TOKEN = /[\p{L}\p{N}\p{M}]+|[^\p{Z}\p{C}]/gu
 
 export function dprTokens(text: string): string[] {
-  const tokens: string[] = []
-  for (const match of text.normalize('NFD').matchAll(TOKEN)) tokens.push(match[0].toLowerCase())
-  return tokens
+  return dprTokenSpans(text.normalize('NFD')).map((t) => t.token)
+}
+
+/** The tokens of already NFD-normalised text with where each starts and ends in it. */
+export function dprTokenSpans(nfd: string): { token: string; start: number; end: number }[] {
+  return [...nfd.matchAll(TOKEN)].map((m) => ({ token: m[0].toLowerCase(), start: m.index, end: m.index + m[0].length }))
 }
 
 /** True when the token sequence `answer` occurs contiguously in `passage`. */
