@@ -1,7 +1,7 @@
-// Load on loopback against the GraphQL `search` field (the reader does not exist yet, so not
-// `ask`): throughput and p50/p99 at concurrency 1, 8, 64, then 200 clients for a soak whose only
-// errors must be explicit overloads, with the server's memory sampled throughout.
-// Usage: node dist/bench/serve.js [store] [seconds-per-level] [soak-seconds]
+// Load on loopback against the GraphQL `ask` field (the whole pipeline with the default models) or
+// `search` (retrieval only): throughput and p50/p99 at concurrency 1, 8, 64, then 200 clients for
+// a soak whose only errors must be explicit overloads, with the server's memory sampled throughout.
+// Usage: node dist/bench/serve.js [store] [seconds-per-level] [soak-seconds] [ask|search]
 import autocannon from 'autocannon'
 import { loadConfig } from '../src/config.js'
 import { startServer } from '../src/server/start.js'
@@ -9,13 +9,21 @@ import { startServer } from '../src/server/start.js'
 const store = process.argv[2] ?? 'data/demo'
 const seconds = Number(process.argv[3] ?? 10)
 const soakSeconds = Number(process.argv[4] ?? 60)
+const field = process.argv[5] ?? 'ask'
+if (field !== 'ask' && field !== 'search') throw new Error(`field must be ask or search, not ${field}`)
 const questions = ['when did the harry potter movie come out', 'who sings i\'m coming out', 'who played the doctor in dexter season 1', 'how many episodes are in season 2 of the crown']
 
 const config = loadConfig({ flags: { store, 'log.level': 'warn' } })
-const app = await startServer(config, { host: '127.0.0.1', port: 0, bodyLimit: 64 * 1024, logLevel: 'warn', limits: {} })
+const { host: _host, port: _port, bodyLimit, ...limits } = config.server
+const app = await startServer(config, { host: '127.0.0.1', port: 0, bodyLimit, logLevel: 'warn', limits })
 const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/graphql`
 let i = 0
-const body = () => JSON.stringify({ query: `{ search(question: ${JSON.stringify(questions[i++ % questions.length])}, k: 10) { id score } }` })
+const selection = field === 'ask'
+  ? 'ambiguous answers { answer question confidence evidence { id } }'
+  : 'id score'
+const body = () => JSON.stringify({
+  query: `{ ${field}(question: ${JSON.stringify(questions[i++ % questions.length])}${field === 'search' ? ', k: 10' : ''}) { ${selection} } }`,
+})
 
 async function run(connections: number, duration: number) {
   let overloaded = 0
@@ -40,6 +48,6 @@ async function run(connections: number, duration: number) {
 const rows = []
 for (const c of [1, 8, 64]) rows.push(await run(c, seconds))
 if (soakSeconds > 0) rows.push(await run(200, soakSeconds))
-console.log(JSON.stringify({ store, retriever: config.retriever, rows }, null, 2))
+console.log(JSON.stringify({ store, field, retriever: config.retriever, reader: config.reader, rows }, null, 2))
 await app.close()
 process.exit(0)

@@ -72,7 +72,7 @@ def run_steps(
     while step < steps:
         batch = next(stream)
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, cfg["lr"], cfg.get("warmup", 0), steps)
+            g["lr"] = lr_at(step, g.get("base_lr", cfg["lr"]), cfg.get("warmup", 0), steps)
         loss = loss_of(batch)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -4,7 +4,10 @@
 Config keys: out, train_file, limit, max_source_len, max_target_len, warm, decoder_layers,
 batch_size, lr, warmup, steps, log_every, save_every, init, tie_embeddings (default true: the
 output projection is the embedding matrix), freeze_encoder (default false: the encoder runs
-without gradients).
+without gradients), encoder_lr (default lr: the encoder's own learning rate), pointer_weight
+(default 0: the copy pointer loss on cross-attention, see copy_guide.py), readout_init (default
+false: on a fresh warm start, initialise the last decoder layer to read tokens out of encoder
+states).
 `init` (optional): a checkpoint folder (model + tokenizer, e.g. stage 1's
 `checkpoints/spanseqgen1/seed-0/checkpoint`) to start from instead of the MiniLM warm start
 (`warm`, `decoder_layers` then do not apply); optimizer and step start fresh. A run that has
@@ -21,7 +24,8 @@ import torch
 from transformers import BartForConditionalGeneration, PreTrainedTokenizerFast
 
 from .common import load_config, read_jsonl, run_steps, setup
-from .warm_start import build_bart, load_tokenizer, set_layer_norm_eps
+from .copy_guide import copy_pointers, pointer_loss, readout_init, use_eager_attention
+from .warm_start import ANSWER_SEP, build_bart, load_tokenizer, set_layer_norm_eps
 
 
 def load_seq2seq(path: Path) -> tuple[BartForConditionalGeneration, PreTrainedTokenizerFast]:
@@ -62,7 +66,15 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
     else:
         model, tok = build_bart(cfg.get("decoder_layers", 2), seed=seed, warm=cfg.get("warm", True), tie=cfg.get("tie_embeddings", True))
         state = {"step": 0}
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
+        if cfg.get("readout_init"):
+            acc = readout_init(model, [encode(tok, rows[i : i + 50], cfg) for i in range(0, min(len(rows), 400), 50)])
+            print(f"train: readout initialised (top-1 token from encoder state {acc:.3f})")
+    if cfg.get("pointer_weight"):
+        use_eager_attention(model)
+    encoder = [p for n, p in model.named_parameters() if n.startswith("model.encoder.")]
+    rest = [p for n, p in model.named_parameters() if not n.startswith("model.encoder.")]
+    opt = torch.optim.AdamW([{"params": rest, "base_lr": cfg["lr"]},
+                             {"params": encoder, "base_lr": cfg.get("encoder_lr", cfg["lr"])}], lr=cfg["lr"], weight_decay=0.01)
     if "optimizer" in state:
         opt.load_state_dict(state["optimizer"])
     model.train()
@@ -70,18 +82,26 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
 
 
 def loss_fn(model: BartForConditionalGeneration, tok: PreTrainedTokenizerFast, cfg: dict[str, Any]) -> Any:
-    """With `freeze_encoder` the encoder runs without gradients (about 3x cheaper steps on two
-    cores): the decoder learns to read MiniLM's states as they are."""
-    if not cfg.get("freeze_encoder"):
-        return lambda batch: model(**encode(tok, batch, cfg)).loss
+    """Cross-entropy, plus `pointer_weight` times the copy pointer loss. With `freeze_encoder` the
+    encoder runs without gradients (about 3x cheaper steps on two cores)."""
+    weight = float(cfg.get("pointer_weight", 0.0))
+    answer_sep = tok.convert_tokens_to_ids(ANSWER_SEP)
 
-    def frozen(batch: list[dict[str, Any]]) -> torch.Tensor:
+    def loss(batch: list[dict[str, Any]]) -> torch.Tensor:
         inputs = encode(tok, batch, cfg)
-        with torch.no_grad():
-            encoded = model.model.encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
-        return model(encoder_outputs=encoded, attention_mask=inputs["attention_mask"], labels=inputs["labels"]).loss
+        ids, mask = inputs["input_ids"], inputs["attention_mask"]
+        if cfg.get("freeze_encoder"):
+            with torch.no_grad():
+                encoded = model.model.encoder(input_ids=ids, attention_mask=mask)
+            out = model(encoder_outputs=encoded, attention_mask=mask, labels=inputs["labels"], output_attentions=weight > 0)
+        else:
+            out = model(**inputs, output_attentions=weight > 0)
+        if weight == 0:
+            return out.loss
+        ptr = copy_pointers(ids, inputs["labels"], tok.sep_token_id, answer_sep)
+        return out.loss + weight * pointer_loss(out.cross_attentions[-1], ptr)
 
-    return frozen
+    return loss
 
 
 def main(argv: list[str] | None = None) -> None:
