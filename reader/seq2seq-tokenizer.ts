@@ -5,15 +5,28 @@ import { readFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { Tokenizer } from '@huggingface/tokenizers'
 
+interface TokenizerJson {
+  added_tokens?: { id: number; special: boolean }[]
+  model?: { type?: string; continuing_subword_prefix?: string; vocab?: Record<string, number> }
+}
+
 export class Seq2SeqTokenizer {
-  private constructor(private readonly tokenizer: Tokenizer, private readonly specialIds: ReadonlySet<number>) {}
+  private constructor(
+    private readonly tokenizer: Tokenizer,
+    private readonly specialIds: ReadonlySet<number>,
+    private readonly continuationIds: ReadonlySet<number>,
+  ) {}
 
   static load(dir: string): Seq2SeqTokenizer {
-    const json = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as { added_tokens?: { id: number; special: boolean }[] }
+    const json = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as TokenizerJson
     const configPath = join(dir, 'tokenizer_config.json')
     const config = existsSync(configPath) ? JSON.parse(readFileSync(configPath, 'utf8')) as object : {}
     const specialIds = new Set((json.added_tokens ?? []).filter((t) => t.special).map((t) => t.id))
-    return new Seq2SeqTokenizer(new Tokenizer(json, config), specialIds)
+    // Only WordPiece marks pieces inside a word ('##'); BPE and SentencePiece mark word starts
+    // instead, and a span may start after punctuation without one, so they get no such set.
+    const prefix = json.model?.type === 'WordPiece' ? json.model.continuing_subword_prefix ?? '##' : undefined
+    const continuationIds = new Set(prefix === undefined ? [] : Object.entries(json.model?.vocab ?? {}).filter(([token]) => token.startsWith(prefix)).map(([, id]) => id))
+    return new Seq2SeqTokenizer(new Tokenizer(json, config), specialIds, continuationIds)
   }
 
   /** Token ids with the model's special tokens, cut to `maxLength` keeping the last one. */
@@ -41,6 +54,11 @@ export class Seq2SeqTokenizer {
 
   isSpecial(id: number): boolean {
     return this.specialIds.has(id)
+  }
+
+  /** A word piece that continues the word before it (WordPiece's '##' pieces). */
+  continuesWord(id: number): boolean {
+    return this.continuationIds.has(id)
   }
 
   get vocabSize(): number {

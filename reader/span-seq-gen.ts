@@ -99,24 +99,28 @@ export class SpanSeqGen {
   }
 
   /**
-   * Copying only: after the separator (or at the start) any token of the passages may begin an
-   * answer; inside an answer, only a token that continues it somewhere in the input, or the
-   * separator or end once the answer is non-empty.
+   * Copying only: after the separator (or at the start) any token of the passages that begins a
+   * word may begin an answer; inside an answer, only a token that continues it somewhere in the
+   * input, or the separator or end once the answer is non-empty and ends a word there (so no
+   * "clima" for "climate").
    */
   private spanConstraint(input: readonly number[]): TokenConstraint {
+    const tokenizer = this.model.tokenizer
     const closers = [this.separatorId, ...this.model.config.eosTokenIds]
-    const starts = [...new Set(input)].filter((t) => !this.model.tokenizer.isSpecial(t))
+    const starts = [...new Set(input)].filter((t) => !tokenizer.isSpecial(t) && !tokenizer.continuesWord(t))
     return (sequence) => {
       let begin = sequence.length
       while (begin > 1 && sequence[begin - 1] !== this.separatorId) begin--
       const partial = sequence.slice(begin)
       if (partial.length === 0) return starts
-      const next = new Set(closers)
+      const next = new Set<number>()
       outer: for (let i = 0; i + partial.length < input.length; i++) {
         for (let j = 0; j < partial.length; j++) if (input[i + j] !== partial[j]) continue outer
         const follower = input[i + partial.length]!
-        if (!this.model.tokenizer.isSpecial(follower)) next.add(follower)
+        if (!tokenizer.continuesWord(follower)) for (const c of closers) next.add(c)
+        if (!tokenizer.isSpecial(follower)) next.add(follower)
       }
+      if (next.size === 0) for (const c of closers) next.add(c)
       return next
     }
   }

@@ -186,7 +186,7 @@ test('SpanSeqGen: known answers forced as the prefix come first, answers are dis
   for (const a of answers!) assert.ok(a.probability > 0 && a.probability <= 1)
 })
 
-test('span-constrained decoding only produces spans of the passages', { skip: fixture.skip }, async () => {
+test('span-constrained decoding only produces spans of the passages, in whole words', { skip: fixture.skip }, async () => {
   const reader = new SpanSeqGen(model, { maxInputTokens: 256, constrainToPassages: true, generation: { numBeams: 4, maxLength: 24 } })
   const c = reference.cases.find((x) => x.setting === 'beam4')!
   const input = c.inputs[0]!
@@ -197,9 +197,17 @@ test('span-constrained decoding only produces spans of the passages', { skip: fi
   const ids = reader.input({ question: question!, passages })
   for (const a of answers!) {
     const tokens = model.tokenizer.encodePlain(a.answer.toLowerCase())
-    const found = ids.some((_, i) => tokens.every((t, j) => ids[i + j] === t))
-    assert.ok(found, `'${a.answer}' is not a span of the input`)
+    const whole = (i: number) => !model.tokenizer.continuesWord(ids[i]!) && !model.tokenizer.continuesWord(ids[i + tokens.length] ?? 0)
+    const found = ids.some((_, i) => tokens.every((t, j) => ids[i + j] === t) && whole(i))
+    assert.ok(found, `'${a.answer}' is not a span of whole words of the input`)
   }
+})
+
+test('the tokenizer knows WordPiece continuation pieces', { skip: fixture.skip }, () => {
+  const pieces = model.tokenizer.encodePlain('unaffable')
+  assert.ok(pieces.length > 1, 'a rare word splits into pieces')
+  assert.equal(model.tokenizer.continuesWord(pieces[0]!), false)
+  for (const id of pieces.slice(1)) assert.equal(model.tokenizer.continuesWord(id), true)
 })
 
 test('question disambiguation: one rewrite per answer; one answer keeps the prompt question', { skip: fixture.skip }, async () => {
