@@ -1,6 +1,7 @@
 // Load on loopback against the GraphQL `ask` field (the whole pipeline with the default models) or
 // `search` (retrieval only): throughput and p50/p99 at concurrency 1, 8, 64, then 200 clients for
 // a soak whose only errors must be explicit overloads, with the server's memory sampled throughout.
+// Clients wait up to 40 s, longer than the server's own 30 s deadline, so every answer is counted.
 // Usage: node dist/bench/serve.js [store] [seconds-per-level] [soak-seconds] [ask|search]
 import autocannon from 'autocannon'
 import { loadConfig } from '../src/config.js'
@@ -31,7 +32,7 @@ async function run(connections: number, duration: number) {
   let maxRss = 0
   const sampler = setInterval(() => { maxRss = Math.max(maxRss, process.memoryUsage().rss) }, 250)
   const result = await autocannon({
-    url, connections, duration, method: 'POST', headers: { 'content-type': 'application/json' },
+    url, connections, duration, timeout: 40, method: 'POST', headers: { 'content-type': 'application/json' },
     requests: [{ setupRequest: (request) => ({ ...request, body: body() }), onResponse: (status, responseBody) => {
       if (status === 503 && responseBody.includes('AMBIGQA_ERR_OVERLOADED')) overloaded++
       else if (status !== 200 || responseBody.includes('"errors"')) otherErrors++

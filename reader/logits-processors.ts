@@ -41,6 +41,9 @@ export function processScores(scores: Float32Array, sequence: readonly number[],
   const allowed = context.constraint?.(sequence)
   if (allowed) {
     const kept = [...allowed].map((token) => [token, scores[token]!] as const)
+    // When the rules above already forbid every allowed token (the forced end at max length, in
+    // the middle of a word), they win: an all -Infinity row has no distribution.
+    if (kept.every(([, score]) => score === -Infinity)) return
     scores.fill(-Infinity)
     for (const [token, score] of kept) scores[token] = score
   }

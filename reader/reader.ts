@@ -26,7 +26,8 @@ export class Reader {
     const questionModel = settings.qd === settings.spanseqgen ? answerModel : await load(settings.qd)
     const generation = settings.numBeams > 0 ? { numBeams: settings.numBeams } : {}
     const spanSeqGen = new SpanSeqGen(answerModel, { maxInputTokens: settings.maxInputTokens, constrainToPassages: settings.constrainToPassages, generation })
-    const disambiguator = new QuestionDisambiguator(questionModel, { maxInputTokens: settings.maxInputTokens, generation })
+    // Small QD models loop ("do do do"); a repeated trigram is never a minimal rewrite.
+    const disambiguator = new QuestionDisambiguator(questionModel, { maxInputTokens: settings.maxInputTokens, generation: { noRepeatNgramSize: 3, ...generation } })
     return new Reader(spanSeqGen, disambiguator, [...new Set([answerModel, questionModel])], settings.maxBatch)
   }
 

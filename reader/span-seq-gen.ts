@@ -7,7 +7,7 @@ import { ERR_MODEL_INVALID } from '../src/errors.js'
 import { generate, type Hypothesis } from './generate.js'
 import type { GenerationOptions } from './generation-options.js'
 import type { TokenConstraint } from './logits-processors.js'
-import { joinInput, passagesText, surfaceForm } from './reader-input.js'
+import { INPUT_SEPARATOR, joinInput, passagesText, surfaceForm } from './reader-input.js'
 import type { Seq2SeqModel } from './seq2seq-model.js'
 
 export interface SpanSeqGenOptions {
@@ -48,6 +48,10 @@ export function splitOnSeparator(tokens: readonly number[], separator: number): 
   return pieces
 }
 
+function containsRun(haystack: readonly string[], needle: readonly string[]): boolean {
+  return haystack.some((_, i) => needle.every((w, j) => haystack[i + j] === w))
+}
+
 export class SpanSeqGen {
   readonly options: SpanSeqGenOptions
   private readonly separatorId: number
@@ -61,6 +65,15 @@ export class SpanSeqGen {
 
   input(item: ReadingQuestion): number[] {
     return this.model.tokenizer.encode(joinInput(item.question, passagesText(item.passages)), this.options.maxInputTokens)
+  }
+
+  /** Where the passages begin in an encoded input: after the first question/passage separator. */
+  private passagesStart(input: readonly number[]): number {
+    const separator = this.model.tokenizer.encodePlain(INPUT_SEPARATOR.trim())
+    for (let i = 1; i + separator.length <= input.length; i++) {
+      if (separator.every((t, j) => input[i + j] === t)) return i + separator.length
+    }
+    return 0
   }
 
   async read(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<PredictedAnswer[][]> {
@@ -95,28 +108,32 @@ export class SpanSeqGen {
       const surface = evidence.map((p) => surfaceForm(text, p.text) ?? surfaceForm(text, p.title)).find((f) => f !== undefined)
       out.push({ answer: surface ?? text, probability, evidence })
     }
-    return out
+    // A small reader often stops early and then goes on: "23 December <SEP> 23 December 2008".
+    // An answer whose words lie inside another predicted answer is the same answer, cut short.
+    const words = out.map((a) => normalizeAnswer(a.answer).split(' '))
+    return out.filter((_, i) => i < known.length || !words.some((other, j) => j !== i && other.length > words[i]!.length && containsRun(other, words[i]!)))
   }
 
   /**
    * Copying only: after the separator (or at the start) any token of the passages that begins a
-   * word may begin an answer; inside an answer, only a token that continues it somewhere in the
-   * input, or the separator or end once the answer is non-empty and ends a word there (so no
-   * "clima" for "climate").
+   * word may begin an answer (not the question's: copying the question is no answer); inside an
+   * answer, only a token that continues it somewhere in the passages, or the separator or end
+   * once the answer is non-empty and ends a word there (so no "clima" for "climate").
    */
   private spanConstraint(input: readonly number[]): TokenConstraint {
     const tokenizer = this.model.tokenizer
     const closers = [this.separatorId, ...this.model.config.eosTokenIds]
-    const starts = [...new Set(input)].filter((t) => !tokenizer.isSpecial(t) && !tokenizer.continuesWord(t))
+    const passages = input.slice(this.passagesStart(input))
+    const starts = [...new Set(passages)].filter((t) => !tokenizer.isSpecial(t) && !tokenizer.continuesWord(t))
     return (sequence) => {
       let begin = sequence.length
       while (begin > 1 && sequence[begin - 1] !== this.separatorId) begin--
       const partial = sequence.slice(begin)
       if (partial.length === 0) return starts
       const next = new Set<number>()
-      outer: for (let i = 0; i + partial.length < input.length; i++) {
-        for (let j = 0; j < partial.length; j++) if (input[i + j] !== partial[j]) continue outer
-        const follower = input[i + partial.length]!
+      outer: for (let i = 0; i + partial.length < passages.length; i++) {
+        for (let j = 0; j < partial.length; j++) if (passages[i + j] !== partial[j]) continue outer
+        const follower = passages[i + partial.length]!
         if (!tokenizer.continuesWord(follower)) for (const c of closers) next.add(c)
         if (!tokenizer.isSpecial(follower)) next.add(follower)
       }

@@ -98,6 +98,20 @@ test('a request longer than timeoutMs fails with AMBIGQA_ERR_TIMEOUT', async () 
   await instance.close()
 })
 
+test('a timed-out ask aborts its work: the reader sees the aborted signal', async () => {
+  let seen: AbortSignal | undefined
+  const reading = new Pipeline({
+    retriever: pipeline.stages.retriever,
+    reader: { name: 'slow reader', run: async (input, signal) => { seen = signal; await new Promise((r) => setTimeout(r, 200)); return { ...input, answers: [] } } },
+    disambiguator: { name: 'qd', run: async (input) => ({ ...input, answers: [], ambiguous: false }) },
+  })
+  const instance = await app({ timeoutMs: 50 }, reading)
+  const { body } = await gql(instance, '{ ask(question: "harry potter") { ambiguous } }')
+  assert.equal(code(body), 'AMBIGQA_ERR_TIMEOUT')
+  assert.equal(seen?.aborted, true)
+  await instance.close()
+})
+
 test('body over bodyLimit is refused with 413; metrics and graphiql are served', async () => {
   const instance = await app()
   const big = await instance.inject({ method: 'POST', url: '/graphql', body: { query: `{ search(question: "${'a'.repeat(70_000)}") { id } }` } })

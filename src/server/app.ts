@@ -1,5 +1,6 @@
 // The GraphQL server as a fastify plugin: mercurius over schema.graphql, limits, metrics.
 import { readFileSync } from 'node:fs'
+import type { ServerResponse } from 'node:http'
 import { resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import mercurius from 'mercurius'
@@ -51,10 +52,29 @@ function checkQuestion(question: string, limits: ServerLimits): string {
   return trimmed
 }
 
-async function withTimeout<T>(ms: number, work: Promise<T>): Promise<T> {
+/**
+ * Runs `work` with a deadline counted from the request's arrival (queueing included). At the
+ * deadline, or when the client goes away, the work's signal aborts, so the reader drops it instead
+ * of computing answers nobody will read while the requests behind it wait.
+ */
+async function withDeadline<T>(ms: number, response: ServerResponse | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController()
   let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(ERR_TIMEOUT(ms)), ms) })
-  try { return await Promise.race([work, timeout]) } finally { clearTimeout(timer) }
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = ERR_TIMEOUT(ms)
+      controller.abort(error)
+      reject(error)
+    }, ms)
+  })
+  const gone = () => { if (!response?.writableFinished) controller.abort(new Error('the client closed the connection')) }
+  response?.once('close', gone)
+  try {
+    return await Promise.race([work(controller.signal), timeout])
+  } finally {
+    clearTimeout(timer)
+    response?.off('close', gone)
+  }
 }
 
 export async function ambigqaServer(app: FastifyInstance, options: ServerOptions): Promise<void> {
@@ -70,12 +90,17 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
   client.collectDefaultMetrics({ register: registry })
 
   // Every resolver goes through one place: limits, timeout, metrics, errors with codes.
-  const guarded = <A, R>(field: string, limited: boolean, body: (args: A) => Promise<R> | R) =>
-    async (_root: unknown, args: A): Promise<R> => {
+  const guarded = <A, R>(field: string, limited: boolean, body: (args: A, signal: AbortSignal) => Promise<R> | R) =>
+    async (_root: unknown, args: A, context?: { reply?: { raw?: ServerResponse } }): Promise<R> => {
       const end = latency.startTimer({ field })
       try {
-        const work = async () => withTimeout(limits.timeoutMs, Promise.resolve().then(() => body(args)))
-        const result = limited ? await limiter.run(work) : await work()
+        const result = await withDeadline(limits.timeoutMs, context?.reply?.raw, async (signal) => {
+          const work = async () => {
+            signal.throwIfAborted()
+            return body(args, signal)
+          }
+          return limited ? limiter.run(work) : work()
+        })
         requests.inc({ field, outcome: 'ok' })
         return result
       } catch (error) {
@@ -105,16 +130,16 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
       health: guarded('health', false, () => ({
         ok: true, store: options.storeDir, passages: options.store.count(), retriever: options.pipeline.stages.retriever.name,
       })),
-      ask: guarded('ask', true, async (args: { question: string; options?: { retrieve?: number; read?: number } }) => {
+      ask: guarded('ask', true, async (args: { question: string; options?: { retrieve?: number; read?: number } }, signal) => {
         const question = checkQuestion(args.question, limits)
-        return options.pipeline.ask(question, askOptions(args.options))
+        return options.pipeline.ask(question, askOptions(args.options), signal)
       }),
-      askMany: guarded('askMany', true, async (args: { questions: string[]; options?: { retrieve?: number; read?: number } }) => {
+      askMany: guarded('askMany', true, async (args: { questions: string[]; options?: { retrieve?: number; read?: number } }, signal) => {
         if (args.questions.length > limits.maxBatch) throw ERR_BATCH_TOO_LARGE(args.questions.length, limits.maxBatch)
         if (askManyCost(args.questions.length) > limits.maxCost) throw ERR_QUERY_TOO_COSTLY(askManyCost(args.questions.length), limits.maxCost)
         const questions = args.questions.map((q) => checkQuestion(q, limits))
         if (!options.pipeline.readerAvailable) throw ERR_READER_UNAVAILABLE('askMany', options.pipeline.stages.readerProblem ?? 'no reader was configured')
-        return Promise.all(questions.map((q) => options.pipeline.ask(q, askOptions(args.options))))
+        return Promise.all(questions.map((q) => options.pipeline.ask(q, askOptions(args.options), signal)))
       }),
       job: guarded('job', false, (args: { id: string }) => jobs.get(args.id) ?? null),
     },

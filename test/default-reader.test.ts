@@ -1,0 +1,36 @@
+// The reader the repository ships (assets/models/reader, built by scripts/train-defaults), loaded
+// from the default configuration as `ambigqa serve` does, answering a real question over the demo
+// corpus: every answer is a span of its evidence and has a rewrite and a probability.
+import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
+import { after, before, test } from 'node:test'
+import { loadConfig } from '../src/config.js'
+import { hasAnswer } from '../src/eval/has-answer.js'
+import { openPipeline } from '../src/pipeline/open-pipeline.js'
+import type { Pipeline } from '../src/pipeline/pipeline.js'
+import { DEFAULT_READER_DIR } from '../src/paths.js'
+import { buildDemoStore } from './helpers/demo-store.js'
+
+const shipped = existsSync(`${DEFAULT_READER_DIR}/reader/encoder_model_quantized.onnx`)
+const skip = shipped ? false : `no shipped reader in ${DEFAULT_READER_DIR}/reader (scripts/train-defaults builds it)`
+let pipeline: Pipeline
+
+before(async () => {
+  if (skip) return
+  const store = await buildDemoStore('default-reader-')
+  pipeline = await openPipeline(loadConfig({ flags: { store }, env: {} }))
+})
+after(async () => { if (!skip) await pipeline.close() })
+
+test('the default configuration opens the shipped reader and answers from the passages', { skip }, async () => {
+  assert.equal(pipeline.stages.readerProblem, undefined)
+  const result = await pipeline.ask('Who played in the world series in 1989?', { retrieve: 100, read: 10 })
+  assert.ok(result.answers.length >= 1, 'at least one answer')
+  assert.equal(result.ambiguous, result.answers.length > 1)
+  for (const a of result.answers) {
+    assert.ok(a.evidence.length > 0, `'${a.answer}' has evidence`)
+    for (const p of a.evidence) assert.ok(hasAnswer(`${p.title} ${p.text}`, [a.answer]), `'${a.answer}' is in passage ${p.id}`)
+    assert.ok(a.confidence > 0 && a.confidence <= 1)
+    assert.ok(a.question.length > 0)
+  }
+})
