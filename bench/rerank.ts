@@ -1,0 +1,57 @@
+// bench/rerank: answer recall@k and coverage@k on eval-300 for BM25's top 100 as retrieved and
+// after a cross-encoder reorders them, side by side in one run, with the reranker's time per
+// question. Prints numbers; passes or fails nothing.
+//   npx tsc -p . && node dist/bench/rerank.js --model models/reranker [--store data/eval-300] [--retrieve 100] [--limit n]
+import { parseArgs } from 'node:util'
+import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
+import { CrossEncoderReranker } from '../retriever/cross-encoder-reranker.js'
+import { PassageStore } from '../retriever/passage-store.js'
+import { defaults } from '../src/config.js'
+import { eval300Questions } from '../src/eval/eval-300.js'
+import { percentile } from '../src/eval/evaluate-retriever.js'
+import { loadIdList, loadQuestions } from '../src/eval/questions.js'
+import { retrievalMetrics } from '../src/eval/retrieval-metrics.js'
+import { DEFAULT_SHARED_DATA } from '../src/paths.js'
+
+const { values } = parseArgs({
+  options: {
+    model: { type: 'string', default: 'models/reranker' },
+    store: { type: 'string', default: 'data/eval-300' },
+    data: { type: 'string', default: DEFAULT_SHARED_DATA },
+    retrieve: { type: 'string', default: '100' },
+    precision: { type: 'string', default: 'int8' },
+    'max-tokens': { type: 'string', default: String(defaults.reranker.maxTokens) },
+    limit: { type: 'string' },
+  },
+})
+const k = Number(values.retrieve)
+const { questions: file, ids } = eval300Questions(values.data!)
+const questions = loadQuestions(file, loadIdList(ids)).slice(0, values.limit ? Number(values.limit) : undefined)
+const retriever = new Bm25SqliteRetriever(PassageStore.openReadOnly(values.store!), defaults.bm25)
+const reranker = await CrossEncoderReranker.load(values.model!, { ...defaults.reranker, precision: values.precision as 'fp32' | 'int8', maxTokens: Number(values['max-tokens']) })
+
+const before: string[][] = []
+const after: string[][] = []
+const ms: number[] = []
+for (const [i, q] of questions.entries()) {
+  const passages = await retriever.search(q.question, k)
+  before.push(passages.map((p) => `${p.title} ${p.text}`))
+  const started = performance.now()
+  const { reranked } = await reranker.rerank({ question: q.question, passages, timings: { retrievalMs: 0, totalMs: 0 } }, k)
+  ms.push(performance.now() - started)
+  after.push(reranked.map((p) => `${p.title} ${p.text}`))
+  if ((i + 1) % 50 === 0) console.error(`bench/rerank: ${i + 1}/${questions.length} questions`)
+}
+const ks = [1, 5, 10, 20]
+const row = (name: string, hits: string[][]) => {
+  const m = retrievalMetrics(questions, hits, ks)
+  return `| ${name} | ${ks.map((x) => m.recall[x]!.toFixed(1)).join(' | ')} | ${ks.map((x) => m.coverage[x]!.toFixed(1)).join(' | ')} |`
+}
+console.log(`bench/rerank: ${questions.length} eval-300 questions, BM25 top ${k} from ${values.store}, reranker ${values.model} (${values.precision}, ${values['max-tokens']} tokens)`)
+console.log(`| system | ${ks.map((x) => `R@${x}`).join(' | ')} | ${ks.map((x) => `C@${x}`).join(' | ')} |`)
+console.log(`|---|${ks.map(() => '---|---|').join('')}`)
+console.log(row('BM25', before))
+console.log(row(`BM25 top ${k} + cross-encoder`, after))
+console.log(`reranking ${k} passages: p50 ${percentile(ms, 50).toFixed(0)} ms, p99 ${percentile(ms, 99).toFixed(0)} ms per question`)
+await reranker.close()
+await retriever.close()
