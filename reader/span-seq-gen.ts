@@ -1,7 +1,7 @@
 // SpanSeqGen (Min et al. 2020): the question and the reranked passages in, every distinct answer
 // out, generated as one sequence with a separator token between answers.
 import type { RetrievedPassage } from '../retriever/retriever.js'
-import { hasAnswer } from '../src/eval/has-answer.js'
+import { containsTokens, hasAnswer } from '../src/eval/has-answer.js'
 import { normalizeAnswer } from '../src/eval/normalize-answer.js'
 import { ERR_MODEL_INVALID } from '../src/errors.js'
 import { generate, type Hypothesis } from './generate.js'
@@ -48,19 +48,18 @@ export function splitOnSeparator(tokens: readonly number[], separator: number): 
   return pieces
 }
 
-function containsRun(haystack: readonly string[], needle: readonly string[]): boolean {
-  return haystack.some((_, i) => needle.every((w, j) => haystack[i + j] === w))
-}
-
 export class SpanSeqGen {
   readonly options: SpanSeqGenOptions
   private readonly separatorId: number
+  /** The question/passage separator's tokens (INPUT_SEPARATOR). */
+  private readonly inputSeparator: number[]
 
   constructor(readonly model: Seq2SeqModel, options: Partial<SpanSeqGenOptions> = {}) {
     this.options = { ...defaultSpanSeqGenOptions, ...options }
     const id = model.tokenizer.tokenId(this.options.separator)
     if (id === undefined) throw ERR_MODEL_INVALID(`${model.dir}/tokenizer.json`, `has no answer separator token '${this.options.separator}'`, 'Set reader.separator to the token the model was trained with')
     this.separatorId = id
+    this.inputSeparator = model.tokenizer.encodePlain(INPUT_SEPARATOR.trim())
   }
 
   input(item: ReadingQuestion): number[] {
@@ -69,7 +68,7 @@ export class SpanSeqGen {
 
   /** Where the passages begin in an encoded input: after the first question/passage separator. */
   private passagesStart(input: readonly number[]): number {
-    const separator = this.model.tokenizer.encodePlain(INPUT_SEPARATOR.trim())
+    const separator = this.inputSeparator
     for (let i = 1; i + separator.length <= input.length; i++) {
       if (separator.every((t, j) => input[i + j] === t)) return i + separator.length
     }
@@ -111,7 +110,7 @@ export class SpanSeqGen {
     // A small reader often stops early and then goes on: "23 December <SEP> 23 December 2008".
     // An answer whose words lie inside another predicted answer is the same answer, cut short.
     const words = out.map((a) => normalizeAnswer(a.answer).split(' '))
-    return out.filter((_, i) => i < known.length || !words.some((other, j) => j !== i && other.length > words[i]!.length && containsRun(other, words[i]!)))
+    return out.filter((_, i) => i < known.length || !words.some((other, j) => j !== i && other.length > words[i]!.length && containsTokens(other, words[i]!)))
   }
 
   /**
