@@ -3,34 +3,43 @@ import type { Config } from '../src/config.js'
 import { Bm25EsRetriever } from './bm25-es-retriever.js'
 import { Bm25SqliteRetriever } from './bm25-sqlite-retriever.js'
 import { DenseEncoder } from './dense-encoder.js'
+import { DenseEsRetriever } from './dense-es-retriever.js'
 import { DenseRetriever } from './dense-retriever.js'
 import { HybridRetriever } from './hybrid-retriever.js'
 import { PassageStore } from './passage-store.js'
 import type { Retriever } from './retriever.js'
 
+type BaseRetriever = Exclude<Config['retriever'], 'hybrid'>
+
 export async function openRetriever(config: Config): Promise<Retriever> {
-  switch (config.retriever) {
+  if (config.retriever !== 'hybrid') return openBase(config, config.retriever)
+  const { retrievers, fusion, rrfK, alpha, depth } = config.hybrid
+  const sources: Retriever[] = []
+  try {
+    for (const kind of retrievers) sources.push(await openBase(config, kind))
+  } catch (err) {
+    await Promise.all(sources.map((s) => s.close()))
+    throw err
+  }
+  const weights = sources.length === 2 ? [alpha, 1 - alpha] : sources.map(() => 1 / sources.length)
+  return new HybridRetriever(sources, { fusion: fusion === 'rrf' ? { kind: 'rrf', k: rrfK } : { kind: 'weighted', weights }, depth })
+}
+
+async function openBase(config: Config, kind: BaseRetriever): Promise<Retriever> {
+  switch (kind) {
     case 'bm25-sqlite':
       return new Bm25SqliteRetriever(PassageStore.openReadOnly(config.store), config.bm25)
     case 'bm25-es':
       return new Bm25EsRetriever(config.elasticsearch)
     case 'dense':
-      return openDense(config)
-    case 'hybrid': {
-      const { fusion, rrfK, alpha, depth } = config.hybrid
-      const bm25 = new Bm25SqliteRetriever(PassageStore.openReadOnly(config.store), config.bm25)
-      const dense = await openDense(config)
-      return new HybridRetriever([bm25, dense], { fusion: fusion === 'rrf' ? { kind: 'rrf', k: rrfK } : { kind: 'weighted', weights: [alpha, 1 - alpha] }, depth })
+    case 'dense-es': {
+      const encoder = await DenseEncoder.load(config.dense.model, config.dense.modelsDir, config.dense.threads)
+      try {
+        return kind === 'dense' ? new DenseRetriever(PassageStore.openReadOnly(config.store), encoder) : new DenseEsRetriever(config.elasticsearch, encoder)
+      } catch (err) {
+        await encoder.close()
+        throw err
+      }
     }
-  }
-}
-
-async function openDense(config: Config): Promise<Retriever> {
-  const encoder = await DenseEncoder.load(config.dense.model, config.dense.modelsDir, config.dense.threads)
-  try {
-    return new DenseRetriever(PassageStore.openReadOnly(config.store), encoder)
-  } catch (err) {
-    await encoder.close()
-    throw err
   }
 }

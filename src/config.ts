@@ -9,14 +9,20 @@ import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR } from './paths.js'
 const configSchema = z
   .object({
     store: z.string().min(1),
-    retriever: z.enum(['bm25-sqlite', 'bm25-es', 'dense', 'hybrid']),
+    retriever: z.enum(['bm25-sqlite', 'bm25-es', 'dense', 'dense-es', 'hybrid']),
     bm25: z.object({ k1: z.number().min(0).max(10), b: z.number().min(0).max(1) }).strict(),
     elasticsearch: z
       .object({ url: z.string().url(), index: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/), requestTimeoutMs: z.number().int().min(100).max(600_000), maxRetries: z.number().int().min(0).max(10) })
       .strict(),
     dense: z.object({ model: z.string().min(1), modelsDir: z.string().min(1), threads: z.number().int().min(1).max(64) }).strict(),
     hybrid: z
-      .object({ fusion: z.enum(['rrf', 'weighted']), rrfK: z.number().min(0), alpha: z.number().min(0).max(1), depth: z.number().int().min(1).max(10_000) })
+      .object({
+        retrievers: z.array(z.enum(['bm25-sqlite', 'bm25-es', 'dense', 'dense-es'])).min(2).refine((r) => new Set(r).size === r.length, 'must not repeat a retriever'),
+        fusion: z.enum(['rrf', 'weighted']),
+        rrfK: z.number().min(0),
+        alpha: z.number().min(0).max(1),
+        depth: z.number().int().min(1).max(10_000),
+      })
       .strict(),
     ingest: z
       .object({
@@ -70,8 +76,9 @@ export const defaults: Config = {
   // A query against a down cluster fails within requestTimeoutMs (no retry) instead of ~8 s.
   elasticsearch: { url: 'http://127.0.0.1:9200', index: 'ambigqa-passages', requestTimeoutMs: 5000, maxRetries: 0 },
   dense: { model: 'e5-small-v2-int8', modelsDir: DEFAULT_ENCODERS_DIR, threads: 2 },
-  // alpha: the weight of BM25 in weighted fusion; dense gets 1 - alpha.
-  hybrid: { fusion: 'rrf', rrfK: 60, alpha: 0.5, depth: 100 },
+  // retrievers: what hybrid fuses (bm25-es and dense-es for Elasticsearch). alpha: in weighted
+  // fusion of two, the first one's weight (the second gets 1 - alpha); more share equally.
+  hybrid: { retrievers: ['bm25-sqlite', 'dense'], fusion: 'rrf', rrfK: 60, alpha: 0.5, depth: 100 },
   ingest: { onError: 'fail', batchSize: 2000, segmentSize: 200_000, workers: 2 },
   server: {
     host: '127.0.0.1', port: 4000, bodyLimit: 64 * 1024,
@@ -89,12 +96,12 @@ export const defaults: Config = {
   log: { level: 'info' },
 }
 
-/** Leaf keys the environment may set: AMBIGQA_BM25_K1 sets bm25.k1, and so on. */
-const envKeys: Record<string, { key: string; type: 'string' | 'number' | 'boolean' }> = {}
+/** Leaf keys the environment may set: AMBIGQA_BM25_K1 sets bm25.k1, and so on; a list is comma-separated. */
+const envKeys: Record<string, { key: string; type: 'string' | 'number' | 'boolean' | 'list' }> = {}
 for (const [key, value] of leaves(defaults)) {
   envKeys[`AMBIGQA_${key.replace(/\./g, '_').replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()}`] = {
     key,
-    type: typeof value === 'number' ? 'number' : typeof value === 'boolean' ? 'boolean' : 'string',
+    type: typeof value === 'number' ? 'number' : typeof value === 'boolean' ? 'boolean' : Array.isArray(value) ? 'list' : 'string',
   }
 }
 
@@ -139,7 +146,7 @@ export function loadConfig(sources: ConfigSources = {}): Config {
     if (known.type === 'boolean' && raw !== 'true' && raw !== 'false') {
       throw ERR_CONFIG_INVALID(known.key, `environment ${name}`, `must be true or false, got '${raw}'`, `Set ${name} to true or false`)
     }
-    const value = known.type === 'number' ? Number(raw) : known.type === 'boolean' ? raw === 'true' : raw
+    const value = known.type === 'number' ? Number(raw) : known.type === 'boolean' ? raw === 'true' : known.type === 'list' ? raw.split(',').map((x) => x.trim()) : raw
     if (known.type === 'number' && (raw.trim() === '' || Number.isNaN(value))) {
       throw ERR_CONFIG_INVALID(known.key, `environment ${name}`, `must be a number, got '${raw}'`, `Set ${name} to a number`)
     }

@@ -130,6 +130,14 @@ export const ERR_DATA_MISSING = createError(
     `${what} needs ${path}, which is absent. Put the shared data folder beside the project (../shared/data) or pass its path`,
 )
 
+/** A training-data file (data/train/*.jsonl) that is unreadable or from an older `data build`. */
+export const ERR_TRAINING_DATA = createError(
+  'TRAINING_DATA',
+  400,
+  (path: string, where: string, problem: string) =>
+    `training data ${path}${where ? `, ${where}` : ''}: ${problem}. Rebuild it with \`ambigqa data build\``,
+)
+
 export const ERR_INTERNAL = createError('INTERNAL', 500, (problem: string) => `internal error: ${problem}. Please report it`)
 
 export function isAmbigqaError(err: unknown): err is AmbigqaError {
@@ -236,7 +244,7 @@ export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_ELASTICSEARCH_UNAVAILABLE, ERR_ELASTICSEARCH_INDEX,
   ERR_USAGE, ERR_CONFIG_INVALID, ERR_CONFIG_FILE, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_EMPTY,
   ERR_SOURCE_FORMAT_UNKNOWN, ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED, ERR_STORE_NOT_FOUND,
-  ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_QUESTIONS_FILE, ERR_DATA_MISSING,
+  ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_QUESTIONS_FILE, ERR_DATA_MISSING, ERR_TRAINING_DATA,
   ERR_INTERNAL, ERR_SOURCE_CHANGED,
   ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID,
   ERR_MODEL_MISSING, ERR_MODEL_INVALID, ERR_OUTPUT_UNWRITABLE,

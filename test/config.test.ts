@@ -27,6 +27,17 @@ test('file < environment < flags', () => {
   assert.deepEqual(loadConfig({ env: { AMBIGQA_TEST_SKIP_PYTHON: '1' }, cwd: dir }), loadConfig({ env: {}, cwd: dir }))
 })
 
+test('hybrid fuses the listed retrievers: a list from a file or a comma-separated variable, never repeated', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cfg-'))
+  assert.deepEqual(loadConfig({ env: noEnv, cwd: dir }).hybrid.retrievers, ['bm25-sqlite', 'dense'])
+  assert.deepEqual(loadConfig({ env: { AMBIGQA_HYBRID_RETRIEVERS: 'bm25-es, dense-es' }, cwd: dir }).hybrid.retrievers, ['bm25-es', 'dense-es'])
+  writeFileSync(join(dir, 'ambigqa.config.json'), JSON.stringify({ retriever: 'hybrid', hybrid: { retrievers: ['bm25-sqlite', 'bm25-es', 'dense'] } }))
+  assert.deepEqual(loadConfig({ env: noEnv, cwd: dir }).hybrid.retrievers, ['bm25-sqlite', 'bm25-es', 'dense'])
+  const err = configError(() => loadConfig({ env: { AMBIGQA_HYBRID_RETRIEVERS: 'dense,dense' }, cwd: dir }))
+  assert.match(err.message, /hybrid\.retrievers/)
+  assert.match(err.message, /AMBIGQA_HYBRID_RETRIEVERS/)
+})
+
 function configError(fn: () => unknown): AmbigqaError {
   try {
     fn()

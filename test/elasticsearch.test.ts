@@ -1,20 +1,29 @@
-// Elasticsearch against the real server (scripts/elasticsearch up). Without a reachable server
+// Elasticsearch (BM25 and kNN) against the real server (scripts/elasticsearch up). Without a reachable server
 // these tests skip, naming the command; under CI (CI set) they require it, since .ci/run starts it.
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import test from 'node:test'
+import { gunzipSync } from 'node:zlib'
 import { Client } from '@elastic/elasticsearch'
 import { buildIndex } from '../index/build-index.js'
 import { buildElasticsearchIndex } from '../index/build-elasticsearch.js'
+import { encodeElasticsearch, vectorField, vectorMapping } from '../index/encode-elasticsearch.js'
 import { Bm25EsRetriever } from '../retriever/bm25-es-retriever.js'
 import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
+import { DenseEncoder } from '../retriever/dense-encoder.js'
+import { DenseEsRetriever } from '../retriever/dense-es-retriever.js'
+import { DenseRetriever } from '../retriever/dense-retriever.js'
+import { encodeStore } from '../retriever/dense-vectors.js'
 import { analyze } from '../retriever/english-analyzer.js'
+import { openRetriever } from '../retriever/open-retriever.js'
 import { PassageStore } from '../retriever/passage-store.js'
+import { defaults } from '../src/config.js'
 import { AmbigqaError } from '../src/errors.js'
 import { silentLogger } from '../src/log.js'
+import { DEFAULT_ENCODERS_DIR } from '../src/paths.js'
 import { runCli } from './helpers/run-cli.js'
 import { sharedFile } from './helpers/shared-data.js'
 
@@ -34,6 +43,8 @@ const up = await reachable()
 if (!up && (process.env.CI || process.env.AMBIGQA_TEST_REQUIRE_ELASTICSEARCH)) throw new Error(`CI (or AMBIGQA_TEST_REQUIRE_ELASTICSEARCH) is set but Elasticsearch is not reachable at ${URL}: .ci/run should have started it with scripts/elasticsearch up`)
 const esSkip = up ? false : `needs Elasticsearch at ${URL}; start it with scripts/elasticsearch up`
 const tsv = sharedFile('corpus/dpr-asqa300.tsv')
+const ENCODER = 'e5-small-v2-int8'
+const encoderSkip = existsSync(join(DEFAULT_ENCODERS_DIR, ENCODER, 'model.onnx')) ? false : `needs models/encoders/${ENCODER}: run scripts/assets ${ENCODER}`
 const index = `ambigqa-test-${process.pid}`
 const client = new Client({ node: URL, maxRetries: 0, requestTimeout: 10_000 })
 
@@ -128,6 +139,77 @@ test('an unreachable cluster is one clear error, from the API and from the CLI',
   assert.match(cli.stderr, /AMBIGQA_ERR_ELASTICSEARCH_UNAVAILABLE/)
   assert.match(cli.stderr, /scripts\/elasticsearch up/)
   assert.doesNotMatch(cli.stderr, /\n\s+at /, 'no stack trace')
+})
+
+test('kNN on a dense_vector field: the same neighbours as exact search, resumable, vectors copied from a store', { skip: esSkip || encoderSkip, timeout: 300_000 }, async () => {
+  // 200 real passages of the demo corpus in a SQLite store and two Elasticsearch indices; 10 more come later.
+  const dir = mkdtempSync(join(tmpdir(), 'es-dense-'))
+  const lines = gunzipSync(readFileSync(resolve(process.cwd(), 'assets/demo/passages.tsv.gz'))).toString('utf8').split('\n')
+  const [first, later] = [join(dir, 'a.tsv'), join(dir, 'b.tsv')]
+  writeFileSync(first, `${lines.slice(0, 201).join('\n')}\n`)
+  writeFileSync(later, `${[lines[0], ...lines.slice(201, 211)].join('\n')}\n`)
+  const store = join(dir, 'store')
+  await buildIndex({ store, sources: [{ path: first }], onError: 'fail', batchSize: 100, segmentSize: 1000, workers: 1, log: silentLogger })
+  await encodeStore({ store, model: ENCODER, modelsDir: DEFAULT_ENCODERS_DIR, batchSize: 16, threads: 1, log: silentLogger })
+  const [encoded, copied] = [`${index}-dense`, `${index}-copied`]
+  const build = (idx: string, path: string) => buildElasticsearchIndex({ es: { url: URL, index: idx }, sources: [{ path }], onError: 'fail', batchSize: 1000, log: silentLogger })
+  await build(encoded, first)
+  await build(copied, first)
+  const encode = (idx: string, fromStore?: string) =>
+    encodeElasticsearch({ es: { url: URL, index: idx }, model: ENCODER, modelsDir: DEFAULT_ENCODERS_DIR, batchSize: 64, threads: 1, log: silentLogger, ...(fromStore ? { fromStore } : {}) })
+
+  const queryEncoder = await DenseEncoder.load(ENCODER, DEFAULT_ENCODERS_DIR, 1)
+  const missing = new DenseEsRetriever({ url: URL, index: encoded }, queryEncoder)
+  await assert.rejects(missing.search('who won the world series', 5), (err: unknown) =>
+    err instanceof AmbigqaError && err.code === 'AMBIGQA_ERR_MODEL_MISSING' && err.message.includes('ambigqa index encode --backend elasticsearch'))
+
+  assert.equal((await encode(encoded)).encoded, 200)
+  assert.equal((await encode(copied, store)).encoded, 200)
+  const mapping = await client.indices.getMapping({ index: encoded })
+  assert.deepEqual(mapping[encoded]!.mappings.properties![vectorField(ENCODER)], vectorMapping(384))
+
+  const exact = new DenseRetriever(PassageStore.openReadOnly(store), await DenseEncoder.load(ENCODER, DEFAULT_ENCODERS_DIR, 1))
+  const viaCopy = new DenseEsRetriever({ url: URL, index: copied }, await DenseEncoder.load(ENCODER, DEFAULT_ENCODERS_DIR, 1))
+  try {
+    let overlap = 0
+    for (const q of QUESTIONS) {
+      const want = await exact.search(q, 10)
+      // The store's own vectors through HNSW (200 vectors, 100 candidates: exact in practice); scores are the dot product.
+      const copiedHits = await viaCopy.search(q, 10)
+      assert.deepEqual(copiedHits.map((p) => p.id), want.map((p) => p.id), q)
+      copiedHits.forEach((p, i) => assert.ok(Math.abs(p.score - want[i]!.score) < 1e-4, `${q}: ${p.score} vs ${want[i]!.score}`))
+      // Encoded anew in other batches: int8 quantises activations per batch, so vectors differ slightly.
+      overlap += (await missing.search(q, 10)).filter((p) => want.some((w) => w.id === p.id)).length
+    }
+    assert.ok(overlap >= 0.8 * 10 * QUESTIONS.length, `top-10 overlap ${overlap}`)
+  } finally {
+    await exact.close()
+    await viaCopy.close()
+  }
+
+  // Hybrid over Elasticsearch alone, as the configuration opens it.
+  const hybrid = await openRetriever({
+    ...defaults, retriever: 'hybrid', elasticsearch: { ...defaults.elasticsearch, url: URL, index: encoded },
+    dense: { ...defaults.dense, model: ENCODER, threads: 1 }, hybrid: { ...defaults.hybrid, retrievers: ['bm25-es', 'dense-es'], depth: 20 },
+  })
+  try {
+    assert.equal(hybrid.name, `hybrid(bm25-es+dense-es(${ENCODER}))`)
+    const fused = await hybrid.search(QUESTIONS[0]!, 10)
+    const bm25 = new Bm25EsRetriever({ url: URL, index: encoded })
+    const pool = new Set([...(await missing.search(QUESTIONS[0]!, 20)), ...(await bm25.search(QUESTIONS[0]!, 20))].map((p) => p.id))
+    await bm25.close()
+    assert.equal(fused.length, 10)
+    assert.ok(fused.every((p) => pool.has(p.id)))
+  } finally {
+    await hybrid.close()
+  }
+
+  // Nothing left to do; 10 new passages later, only they are encoded.
+  assert.equal((await encode(encoded)).encoded, 0)
+  await build(encoded, later)
+  assert.equal((await encode(encoded)).encoded, 10)
+  await missing.close()
+  await client.indices.delete({ index: [encoded, copied], ignore_unavailable: true })
 })
 
 test('down then up: a query fails fast while the cluster is down, the next one works once it is back', { skip: esSkip || tsv.skip, timeout: 120_000 }, async () => {

@@ -1,6 +1,7 @@
 import type { Command } from 'commander'
 import { buildElasticsearchIndex } from '../../index/build-elasticsearch.js'
 import { buildIndex, type SourceSpec } from '../../index/build-index.js'
+import { encodeElasticsearch } from '../../index/encode-elasticsearch.js'
 import { isSourceFormat, SOURCE_FORMATS } from '../../index/formats.js'
 import { ENCODER_NAMES } from '../../retriever/dense-encoder.js'
 import { encodeStore } from '../../retriever/dense-vectors.js'
@@ -79,8 +80,23 @@ export function registerIndexCommands(program: Command): void {
     .option('--models-dir <dir>', 'where scripts/assets put the encoders', DEFAULT_ENCODERS_DIR)
     .option('--batch-size <n>', 'passages per ONNX run', parseNumber('--batch-size'), 32)
     .option('--threads <n>', 'ONNX intra-op threads', parseNumber('--threads'), 2)
+    .option('--backend <backend>', 'sqlite (default): vectors in the store; elasticsearch: a dense_vector field of the index, for kNN', 'sqlite')
+    .option('--es-url <url>', 'Elasticsearch URL (default: config "elasticsearch.url")')
+    .option('--es-index <name>', 'Elasticsearch index (default: config "elasticsearch.index")')
+    .option('--from-store <dir>', 'elasticsearch: copy the vectors of this SQLite store (same sources, already encoded) instead of encoding')
     .action(async (opts, command: Command) => {
-      const ctx = contextFor(command, { store: opts.store })
+      const ctx = contextFor(command, { store: opts.store, 'elasticsearch.url': opts.esUrl, 'elasticsearch.index': opts.esIndex })
+      if (opts.backend !== 'sqlite' && opts.backend !== 'elasticsearch') {
+        throw ERR_USAGE(`unknown --backend '${opts.backend}'`, 'Use sqlite or elasticsearch')
+      }
+      if (opts.backend === 'elasticsearch') {
+        const es = ctx.config.elasticsearch
+        const { encoded, seconds } = await encodeElasticsearch({
+          es, model: opts.model, modelsDir: opts.modelsDir, batchSize: opts.batchSize, threads: opts.threads, log: ctx.log, ...(opts.fromStore ? { fromStore: opts.fromStore } : {}),
+        })
+        ctx.out(`elasticsearch ${es.url} index ${es.index}: ${encoded.toLocaleString('en-US')} passages given ${opts.model} vectors in ${seconds.toFixed(1)} s`)
+        return
+      }
       const { encoded, seconds } = await encodeStore({
         store: ctx.config.store, model: opts.model, modelsDir: opts.modelsDir, batchSize: opts.batchSize, threads: opts.threads, log: ctx.log,
       })

@@ -5,7 +5,13 @@ import { existsSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Command } from 'commander'
+import { buildIndex } from '../../index/build-index.js'
+import { Bm25SqliteRetriever } from '../../retriever/bm25-sqlite-retriever.js'
+import { PassageStore } from '../../retriever/passage-store.js'
 import { ERR_USAGE } from '../errors.js'
+import { EVAL_300_STORE, eval300Sources } from '../eval/eval-300.js'
+import { mineHardNegatives } from '../training/hard-negatives.js'
+import { contextFor, parseNumber } from './context.js'
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
 
@@ -32,8 +38,30 @@ export function registerTrainCommands(program: Command): void {
     .option('--data <dir>', 'shared data folder', '../shared/data')
     .option('--out <dir>', 'output folder', 'data/train')
     .option('--seed <n>', 'seed', '13')
-    .action((o: { data: string; out: string; seed: string }) => {
-      exitWith(runPython('data', ['build', '--data', o.data, '--out', o.out, '--seed', o.seed]))
+    .option('--store <dir>', 'the BM25 store hard negatives are mined from (built from the shared data when absent)', EVAL_300_STORE)
+    .option('--negatives <n>', 'BM25 hard negatives per reranker question', parseNumber('--negatives'), 3)
+    .option('--depth <n>', 'BM25 depth searched for them', parseNumber('--depth'), 30)
+    .option('--per-source <n>', 'reranker questions mined per source', parseNumber('--per-source'), 4000)
+    .action(async (o: { data: string; out: string; seed: string; store: string; negatives: number; depth: number; perSource: number }, command: Command) => {
+      const code = runPython('data', ['build', '--data', o.data, '--out', o.out, '--seed', o.seed])
+      if (code !== 0) return exitWith(code)
+      const ctx = contextFor(command, { store: o.store })
+      if (!existsSync(join(o.store, 'passages.sqlite'))) {
+        ctx.log.info({ store: o.store }, 'building the eval-300 store to mine hard negatives from')
+        await buildIndex({ store: o.store, sources: eval300Sources(o.data), onError: 'fail', batchSize: ctx.config.ingest.batchSize, segmentSize: ctx.config.ingest.segmentSize, workers: ctx.config.ingest.workers, log: ctx.log })
+      }
+      const retriever = new Bm25SqliteRetriever(PassageStore.openReadOnly(o.store), ctx.config.bm25)
+      try {
+        for (const part of ['train', 'heldout']) {
+          const r = await mineHardNegatives({
+            retriever, input: join(o.out, `reranker-${part}.jsonl`), output: join(o.out, `reranker-groups-${part}.jsonl`),
+            depth: o.depth, negatives: o.negatives, perSource: part === 'train' ? o.perSource : undefined, log: ctx.log,
+          })
+          ctx.out(`reranker-groups-${part}.jsonl: ${r.groups} questions with ${o.negatives} BM25 hard negatives each (${r.skipped} without enough)`)
+        }
+      } finally {
+        await retriever.close()
+      }
     })
   const train = program.command('train').description('train and export models (Python, .venv-train)')
   for (const [name, module] of [['seq2seq', 'train_seq2seq'], ['reranker', 'train_reranker']] as const) {

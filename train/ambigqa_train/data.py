@@ -1,10 +1,11 @@
 """Training sets from ../shared/data, never from an eval-300 question.
 
 `python -m ambigqa_train.data build --data ../shared/data --out data/train` writes JSON Lines:
-- reranker-{train,heldout}.jsonl: {id, source, question, title, text, label}
+- reranker-{train,heldout}.jsonl: {id, source, question, title, text, label, answers}
   positives: NQ-open test gold paragraphs, SQuAD train question + paragraph, qa-feedback
   passages; negatives: other questions' positives from the same source (`neg: "random"`).
-  BM25 hard negatives over the eval-300 corpus are to be added (see train/README.md).
+  `ambigqa data build` then mines BM25 hard negatives over the eval-300 corpus into
+  reranker-groups-{train,heldout}.jsonl (src/training/hard-negatives.ts).
 - spanseqgen1-{train,heldout}.jsonl: {id, source, input, target}: `question [SEP] title: text`
   → one answer, from SQuAD train and NQ-open gold paragraphs.
 - spanseqgen2-{train,heldout}.jsonl: {id, qid, source, input, target, answers}: `question [SEP]
@@ -562,7 +563,8 @@ def build_passage_sets(data: Path, out: Path, ev: Eval300, seed: int, squad_limi
     for src, gs in by_source.items():
         for g in gs:
             part = "heldout" if g.id in held else "train"
-            rr[part].append({"id": g.id, "source": src, "question": g.question, "title": g.title, "text": g.text, "label": 1})
+            rr[part].append({"id": g.id, "source": src, "question": g.question, "title": g.title, "text": g.text, "label": 1,
+                             "answers": list(g.answers)})
             neg = gs[rng.randrange(len(gs))]
             if norm_question(neg.question) != norm_question(g.question) and neg.text != g.text:
                 rr[part].append({"id": g.id + ":neg", "source": src, "question": g.question, "title": neg.title,

@@ -1,7 +1,13 @@
-"""Train the MiniLM cross-encoder (one logit, binary cross-entropy) from a config file and a seed.
+"""Train the MiniLM cross-encoder (one logit) from a config file and a seed.
 
 `python -m ambigqa_train.train_reranker --config train/configs/reranker-tiny.json --seed 0`
 Config keys: out, train_file, limit, max_len, batch_size, lr, warmup, steps, log_every, save_every.
+
+Two kinds of train_file:
+- pairs (reranker-train.jsonl: question, title, text, label): binary cross-entropy per pair;
+- groups (reranker-groups-train.jsonl: question, positive, negatives): softmax cross-entropy over
+  the positive and its BM25 hard negatives (a listwise loss, as rerankers are used: to order the
+  passages of one question). batch_size counts groups; `negatives` caps the negatives per group.
 """
 from __future__ import annotations
 
@@ -15,6 +21,12 @@ from transformers import BertForSequenceClassification, PreTrainedTokenizerFast
 
 from .common import load_config, read_jsonl, run_steps, setup
 from .warm_start import build_cross_encoder
+
+
+def as_pairs(group: dict[str, Any], negatives: int | None) -> list[dict[str, Any]]:
+    """The positive first, then the negatives: the listwise target is index 0."""
+    passages = [group["positive"], *group["negatives"][:negatives]]
+    return [{"question": group["question"], "title": p["title"], "text": p["text"]} for p in passages]
 
 
 def encode(tok: PreTrainedTokenizerFast, batch: list[dict[str, Any]], max_len: int) -> dict[str, torch.Tensor]:
@@ -40,6 +52,12 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
     lossf = torch.nn.BCEWithLogitsLoss()
 
     def loss_of(batch: list[dict[str, Any]]) -> torch.Tensor:
+        if "positive" in batch[0]:
+            groups = [as_pairs(g, cfg.get("negatives")) for g in batch]
+            width = min(len(g) for g in groups)
+            pairs = [p for g in groups for p in g[:width]]
+            logits = model(**encode(tok, pairs, cfg["max_len"])).logits.view(len(groups), width)
+            return torch.nn.functional.cross_entropy(logits, torch.zeros(len(groups), dtype=torch.long))
         logits = model(**encode(tok, batch, cfg["max_len"])).logits.squeeze(-1)
         return lossf(logits, torch.tensor([float(r["label"]) for r in batch]))
 

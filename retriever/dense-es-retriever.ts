@@ -1,0 +1,62 @@
+// Dense retrieval on Elasticsearch: the question encoded here, then approximate kNN (HNSW) over
+// the index's vector field for that encoder (`ambigqa index encode --backend elasticsearch`).
+import type { Client } from '@elastic/elasticsearch'
+import { vectorField } from '../index/encode-elasticsearch.js'
+import { ERR_MODEL_MISSING } from '../src/errors.js'
+import type { DenseEncoder } from './dense-encoder.js'
+import { createEsClient, esError, type EsOptions } from './elasticsearch-client.js'
+import type { RetrievedPassage, Retriever } from './retriever.js'
+
+export class DenseEsRetriever implements Retriever {
+  readonly name: string
+  private readonly client: Client
+  private readonly field: string
+  private checked: Promise<void> | undefined
+
+  /** numCandidates: HNSW candidates per shard, at least k (Elasticsearch's recall/speed knob). */
+  constructor(private readonly options: EsOptions, private readonly encoder: DenseEncoder, private readonly numCandidates = 100) {
+    this.name = `dense-es(${encoder.name})`
+    this.field = vectorField(encoder.name)
+    this.client = createEsClient({ requestTimeoutMs: 5_000, maxRetries: 0, ...options })
+  }
+
+  async search(question: string, k: number): Promise<RetrievedPassage[]> {
+    // kNN over a field the index lacks returns no hits, silently: check once that every passage has its vector.
+    this.checked ??= this.checkVectors().catch((err) => {
+      this.checked = undefined
+      throw err
+    })
+    await this.checked
+    const [query] = await this.encoder.encode([question], 'query')
+    try {
+      const res = await this.client.search<{ id: string; title: string; text: string }>({
+        index: this.options.index,
+        size: k,
+        knn: { field: this.field, query_vector: Array.from(query!), k, num_candidates: Math.max(k, this.numCandidates) },
+        _source: ['id', 'title', 'text'],
+      })
+      // Elasticsearch reports (1 + dot) / 2 for dot_product; give the dot product, as the SQLite one does.
+      return res.hits.hits.map((h) => ({ id: h._source?.id ?? String(h._id), title: h._source?.title ?? '', text: h._source?.text ?? '', score: 2 * (h._score ?? 0.5) - 1 }))
+    } catch (err) {
+      throw esError(err, this.options)
+    }
+  }
+
+  private async checkVectors(): Promise<void> {
+    const { index } = this.options
+    let missing: number
+    try {
+      missing = (await this.client.count({ index, query: { bool: { must_not: { exists: { field: this.field } } } } })).count
+    } catch (err) {
+      throw esError(err, this.options)
+    }
+    if (missing > 0) {
+      throw ERR_MODEL_MISSING(`the ${this.encoder.name} vectors of ${missing} passages of Elasticsearch index '${index}'`, `ambigqa index encode --backend elasticsearch --es-index ${index} --model ${this.encoder.name}`)
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.client.close()
+    await this.encoder.close()
+  }
+}
