@@ -1,19 +1,23 @@
 // bench/retrieval: recall@k, coverage@k and latency on eval-300 for our BM25 and Lucene 8,
 // side by side in one run, plus index build time. Prints numbers; passes or fails nothing.
-//   npm run bench:retrieval [-- --data ../shared/data]
+//   npm run bench:retrieval [-- --data ../shared/data] [--store data/eval-300] [--rebuild]
+// The store is the eval-300 one every other command uses (`ambigqa bench corpus`), so the vectors
+// of `ambigqa index encode --store data/eval-300` serve here too.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { buildIndex } from '../index/build-index.js'
 import { PassageStore } from '../retriever/passage-store.js'
-import { eval300Questions, eval300Sources } from '../src/eval/eval-300.js'
+import { EVAL_300_STORE, eval300Questions, eval300Sources } from '../src/eval/eval-300.js'
 import { loadIdList, loadQuestions } from '../src/eval/questions.js'
 import { retrievalMetrics } from '../src/eval/retrieval-metrics.js'
 import { createLogger } from '../src/log.js'
 import { DEFAULT_ENCODERS_DIR, DEFAULT_SHARED_DATA, PROJECT_ROOT } from '../src/paths.js'
 import { DenseEncoder, ENCODER_NAMES } from '../retriever/dense-encoder.js'
 import { buildElasticsearchIndex } from '../index/build-elasticsearch.js'
+import { encodeElasticsearch } from '../index/encode-elasticsearch.js'
 import { Bm25EsRetriever } from '../retriever/bm25-es-retriever.js'
+import { DenseEsRetriever } from '../retriever/dense-es-retriever.js'
 import { DenseRetriever } from '../retriever/dense-retriever.js'
 import { loadVectors } from '../retriever/dense-vectors.js'
 import { fuse, type FusionMethod } from '../retriever/hybrid-retriever.js'
@@ -22,9 +26,9 @@ import { percentile } from '../src/eval/evaluate-retriever.js'
 import { agreement, runLucene, runOurBm25, type SystemRun } from './bm25-vs-lucene.js'
 
 const KS = [1, 5, 20, 100]
-const { values } = parseArgs({ options: { data: { type: 'string', default: DEFAULT_SHARED_DATA }, rebuild: { type: 'boolean', default: false } } })
+const { values } = parseArgs({ options: { data: { type: 'string', default: DEFAULT_SHARED_DATA }, store: { type: 'string', default: join(PROJECT_ROOT, EVAL_300_STORE) }, rebuild: { type: 'boolean', default: false } } })
 const out = join(PROJECT_ROOT, 'bench', 'out')
-const storeDir = join(out, 'eval-300-store')
+const storeDir = values.store!
 mkdirSync(out, { recursive: true })
 const log = createLogger('warn')
 
@@ -39,26 +43,45 @@ const textOf = (id: string) => store.byId(id)?.text ?? ''
 const runs: SystemRun[] = [runOurBm25(storeDir, texts, 100), await runLucene(storeDir, texts, 100, join(out, 'lucene-eval-300'))]
 // BM25 on Elasticsearch when a cluster answers (scripts/elasticsearch up): the same sources into
 // an index of its own (resumable, so a second run reuses it).
+// kNN rows too, for each encoder whose vectors the store holds (copied into the index, not re-encoded).
 const esUrl = process.env.AMBIGQA_ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200'
+const encoded = ENCODER_NAMES.filter((name) => loadVectors(store, name) !== null)
+const esRuns: SystemRun[] = []
 if (await fetch(`${esUrl}/_cluster/health`, { signal: AbortSignal.timeout(3000) }).then((r) => r.ok, () => false)) {
   const es = { url: esUrl, index: 'ambigqa-bench-eval-300' }
   await buildElasticsearchIndex({ es, sources: eval300Sources(values.data!), onError: 'fail', batchSize: 2000, log })
   runs.push({ ...(await runRetriever(new Bm25EsRetriever(es), texts)), system: 'BM25 (Elasticsearch 8.17, english, k1 0.9 b 0.4)' })
-} else console.error(`bench/retrieval: no Elasticsearch at ${esUrl}, so no Elasticsearch row (scripts/elasticsearch up)`)
+  for (const model of encoded) {
+    await encodeElasticsearch({ es, model, modelsDir: DEFAULT_ENCODERS_DIR, batchSize: 500, fromStore: storeDir, log })
+    esRuns.push({ ...(await runRetriever(new DenseEsRetriever(es, await DenseEncoder.load(model, DEFAULT_ENCODERS_DIR)), texts)), system: `kNN ${model} (Elasticsearch HNSW, 100 candidates)` })
+  }
+} else console.error(`bench/retrieval: no Elasticsearch at ${esUrl}, so no Elasticsearch rows (scripts/elasticsearch up)`)
 
 // Dense rows for every encoder whose vectors the store holds (`ambigqa index encode`), and
 // fusions of BM25 with each: RRF, and weighted fusion over a grid of alpha (the BM25 weight).
 // The grid is chosen on eval-300 itself, so the best hybrid row is an optimistic estimate.
 const bm25Run = runs[0]!
-for (const model of ENCODER_NAMES.filter((name) => loadVectors(store, name) !== null)) {
+const asPassages = (run: SystemRun, i: number) => run.hits[i]!.map((id, r) => ({ id, title: '', text: '', score: run.scores[i]![r]! }))
+const fusedRun = (system: string, sources: SystemRun[], method: FusionMethod): SystemRun => ({
+  system, hits: texts.map((_, i) => fuse(sources.map((run) => asPassages(run, i)), method).slice(0, 100).map((p) => p.id)),
+  scores: [], latenciesMs: [], p50: sources.reduce((t, r) => t + r.p50, 0), p99: sources.reduce((t, r) => t + r.p99, 0), indexBytes: NaN,
+})
+const denseRuns: SystemRun[] = []
+for (const model of encoded) {
   const dense = await runRetriever(new DenseRetriever(PassageStore.openReadOnly(storeDir), await DenseEncoder.load(model, DEFAULT_ENCODERS_DIR)), texts)
   runs.push(dense)
+  denseRuns.push(dense)
   const fusions: [string, FusionMethod][] = [['rrf k=60', { kind: 'rrf', k: 60 }], ...[0.2, 0.3, 0.4, 0.5, 0.6].map((a): [string, FusionMethod] => [`weighted alpha=${a}`, { kind: 'weighted', weights: [a, 1 - a] }])]
-  for (const [label, method] of fusions) {
-    const hits = bm25Run.hits.map((ids, i) => fuse([ids.map((id, r) => ({ id, title: '', text: '', score: bm25Run.scores[i]![r]! })), dense.hits[i]!.map((id, r) => ({ id, title: '', text: '', score: dense.scores[i]![r]! }))], method).slice(0, 100).map((p) => p.id))
-    runs.push({ system: `hybrid bm25+${model} ${label}`, hits, scores: [], latenciesMs: [], p50: bm25Run.p50 + dense.p50, p99: bm25Run.p99 + dense.p99, indexBytes: NaN })
-  }
+  for (const [label, method] of fusions) runs.push(fusedRun(`hybrid bm25+${model} ${label}`, [bm25Run, dense], method))
 }
+// BM25 with every encoder at once, and the encoders without BM25.
+if (denseRuns.length >= 2) {
+  const all = [bm25Run, ...denseRuns]
+  runs.push(fusedRun(`hybrid bm25+${denseRuns.length} dense rrf k=60`, all, { kind: 'rrf', k: 60 }))
+  runs.push(fusedRun(`hybrid bm25+${denseRuns.length} dense weighted equal`, all, { kind: 'weighted', weights: all.map(() => 1 / all.length) }))
+  runs.push(fusedRun(`hybrid ${denseRuns.length} dense rrf k=60`, denseRuns, { kind: 'rrf', k: 60 }))
+}
+runs.push(...esRuns)
 const rows = runs.map((run) => ({ run, metrics: retrievalMetrics(questions, run.hits.map((ids) => ids.map(textOf)), KS) }))
 store.close()
 

@@ -10,7 +10,7 @@ export function registerAskCommand(program: Command): void {
     .option('--retrieve <n>', 'passages retrieved', parseNumber('--retrieve'), 100)
     .option('--read <n>', 'passages the reader reads', parseNumber('--read'), 10)
     .option('--store <dir>', 'store folder (default: config "store")')
-    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | hybrid (default: config "retriever")')
+    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
     .option('--json', 'print JSON')
     .action(async (question: string, opts, command: Command) => {
       const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever })

@@ -17,7 +17,7 @@ export function registerEvalCommands(program: Command): void {
     .option('--ids <file>', 'evaluate only these question ids (one per line), e.g. splits/eval-300.txt')
     .option('--k <list>', 'cut-offs, comma-separated', '1,5,20,100')
     .option('--store <dir>', 'store folder (default: config "store")')
-    .option('--retriever <name>', 'bm25-sqlite | dense | hybrid (default: config "retriever")')
+    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
     .option('--k1 <k1>', 'BM25 k1', parseNumber('--k1'))
     .option('--b <b>', 'BM25 b', parseNumber('--b'))
     .option('--json', 'print {"recall": {...}, "coverage": {...}, "n": N} (percent)')
@@ -53,7 +53,7 @@ export function registerEvalCommands(program: Command): void {
     .option('--concurrency <n>', 'questions in flight (default: config reader.maxBatch)', parseNumber('--concurrency'))
     .option('--limit <n>', 'evaluate only the first n questions', parseNumber('--limit'))
     .option('--store <dir>', 'store folder (default: config "store")')
-    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | hybrid (default: config "retriever")')
+    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
     .option('--json', 'print metrics.json')
     .action(async (opts, command: Command) => {
       const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever })

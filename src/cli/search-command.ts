@@ -9,7 +9,7 @@ export function registerSearchCommand(program: Command): void {
     .argument('<question>', 'the question')
     .option('-k, --k <n>', 'number of passages', parseNumber('--k'), 5)
     .option('--store <dir>', 'store folder (default: config "store")')
-    .option('--retriever <name>', 'bm25-sqlite | dense | hybrid (default: config "retriever")')
+    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
     .option('--k1 <k1>', 'BM25 k1 (default 0.9)', parseNumber('--k1'))
     .option('--b <b>', 'BM25 b (default 0.4)', parseNumber('--b'))
     .option('--json', 'print JSON')

@@ -7,7 +7,7 @@ export function registerServeCommand(program: Command): void {
     .command('serve')
     .description('serve the GraphQL API (GraphiQL at /graphiql, metrics at /metrics); every flag is also a config key server.* and an AMBIGQA_SERVER_* variable')
     .option('--store <dir>', 'store folder (default: config "store")')
-    .option('--retriever <name>', 'bm25-sqlite | dense | hybrid (default: config "retriever")')
+    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
     .option('--host <host>', 'address to listen on (default 127.0.0.1)')
     .option('--port <n>', 'port (default 4000)', parseNumber('--port'))
     .option('--body-limit <bytes>', 'largest request body (default 65536)', parseNumber('--body-limit'))
