@@ -19,6 +19,19 @@ test('--help on the program and on every subcommand', async () => {
   assert.match(unknown.stderr, /unknown command 'frobnicate'/)
 })
 
+test('train reranker|seq2seq: --config names the training config (the program has a --config of its own)', async () => {
+  for (const kind of ['reranker', 'seq2seq']) {
+    const missing = await runCli(['train', kind])
+    assert.equal(missing.code, 1)
+    assert.match(missing.stderr, /AMBIGQA_ERR_USAGE: ambigqa train \w+ needs a training config\. Pass --config/)
+  }
+  // Given after the subcommand, the file reaches the Python trainer (which fails on it, or on
+  // the missing training environment: either names what is missing).
+  const given = await runCli(['train', 'reranker', '--config', '/nonexistent/reranker.json'])
+  assert.notEqual(given.code, 0)
+  assert.match(given.stderr, /nonexistent\/reranker\.json|scripts\/train-env/)
+})
+
 test('the demo corpus shipped in the repo builds a store that answers a question', { timeout: 120_000 }, async () => {
   const store = join(mkdtempSync(join(tmpdir(), 'demo-')), 'demo')
   const build = await runCli(['index', 'build', '--source', DEMO, '--store', store, '--json'])

@@ -31,7 +31,8 @@ export async function main(argv: string[]): Promise<number> {
   const program = buildProgram().exitOverride()
   try {
     await program.parseAsync(argv)
-    return 0
+    // A command that ran a child process (training) reports the child's failure this way.
+    return typeof process.exitCode === 'number' ? process.exitCode : 0
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode
     if (isAmbigqaError(err)) {

@@ -68,9 +68,13 @@ export function registerTrainCommands(program: Command): void {
     train
       .command(name)
       .description(`train the ${name} from a config file (train/configs/*.json); resumes from its checkpoint`)
-      .requiredOption('--config <file>', 'config file')
+      // --config is the program's own option (commander gives it to the program wherever it
+      // stands), so the training config file is read from there.
+      .option('--config <file>', 'training config file (train/configs/*.json)')
       .option('--seed <n>', 'seed', '0')
-      .action((o: { config: string; seed: string }) => {
+      .action((_o: unknown, command: Command) => {
+        const o = command.optsWithGlobals<{ config?: string; seed: string }>()
+        if (!o.config) throw ERR_USAGE(`ambigqa train ${name} needs a training config`, `Pass --config train/configs/<name>.json`)
         exitWith(runPython(module, ['--config', o.config, '--seed', o.seed]))
       })
   }

@@ -19,7 +19,15 @@ def setup(seed: int) -> None:
 
 
 def load_config(path: Path) -> dict[str, Any]:
-    config: dict[str, Any] = json.loads(path.read_text())
+    """The config as a dict; a missing or malformed file exits with a message naming it."""
+    try:
+        config = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"training config {path} not found (the configs are in train/configs/)")
+    except json.JSONDecodeError as err:
+        raise SystemExit(f"training config {path} is not valid JSON: {err}")
+    if not isinstance(config, dict):
+        raise SystemExit(f"training config {path} must be a JSON object")
     return config
 
 
