@@ -13,7 +13,7 @@ export class DenseEsRetriever implements Retriever {
   private readonly field: string
   private checked: Promise<void> | undefined
 
-  /** numCandidates: HNSW candidates per shard, at least k (Elasticsearch's recall/speed knob). */
+  /** numCandidates: HNSW candidates per shard (Elasticsearch's recall/speed knob); at least 2k, at most Elasticsearch's 10,000. */
   constructor(private readonly options: EsOptions, private readonly encoder: DenseEncoder, private readonly numCandidates = 100) {
     this.name = `dense-es(${encoder.name})`
     this.field = vectorField(encoder.name)
@@ -32,7 +32,7 @@ export class DenseEsRetriever implements Retriever {
       const res = await this.client.search<{ id: string; title: string; text: string }>({
         index: this.options.index,
         size: k,
-        knn: { field: this.field, query_vector: Array.from(query!), k, num_candidates: Math.max(k, this.numCandidates) },
+        knn: { field: this.field, query_vector: Array.from(query!), k, num_candidates: Math.min(10_000, Math.max(2 * k, this.numCandidates)) },
         _source: ['id', 'title', 'text'],
       })
       // Elasticsearch reports (1 + dot) / 2 for dot_product; give the dot product, as the SQLite one does.

@@ -36,10 +36,15 @@ export async function encodeStore(options: EncodeOptions): Promise<{ encoded: nu
     for (let first = done + 1; first <= maxRowid; first += chunkSize) {
       const last = Math.min(first + chunkSize - 1, maxRowid)
       const rows = select.all(first, last) as { title: string; text: string }[]
-      const vectors: Float32Array[] = []
-      for (let i = 0; i < rows.length; i += options.batchSize) {
-        vectors.push(...(await encoder.encode(rows.slice(i, i + options.batchSize).map((r) => passageText(r.title, r.text)), 'passage')))
-        current = encoded + vectors.length
+      // Batches of similar length pad less: about a third less work on eval-300's mixed lengths.
+      const texts = rows.map((r) => passageText(r.title, r.text))
+      const order = texts.map((_, i) => i).sort((a, b) => texts[a]!.length - texts[b]!.length)
+      const vectors: Float32Array[] = new Array(rows.length)
+      for (let i = 0; i < order.length; i += options.batchSize) {
+        const batch = order.slice(i, i + options.batchSize)
+        const encodedBatch = await encoder.encode(batch.map((j) => texts[j]!), 'passage')
+        batch.forEach((j, n) => (vectors[j] = encodedBatch[n]!))
+        current = encoded + Math.min(i + options.batchSize, order.length)
         progress.update(current)
       }
       const dim = vectors[0]?.length ?? 0

@@ -71,14 +71,16 @@ export type Config = z.infer<typeof configSchema>
 
 export const defaults: Config = {
   store: 'data/demo',
-  retriever: 'bm25-sqlite',
+  // The best retriever measured on eval-300 (BENCHMARKS.md): BM25 and e5 fused; needs the
+  // store's e5 vectors (`ambigqa index encode`). bm25-sqlite needs nothing more than the store.
+  retriever: 'hybrid',
   bm25: { k1: 0.9, b: 0.4 },
   // A query against a down cluster fails within requestTimeoutMs (no retry) instead of ~8 s.
   elasticsearch: { url: 'http://127.0.0.1:9200', index: 'ambigqa-passages', requestTimeoutMs: 5000, maxRetries: 0 },
   dense: { model: 'e5-small-v2-int8', modelsDir: DEFAULT_ENCODERS_DIR, threads: 2 },
   // retrievers: what hybrid fuses (bm25-es and dense-es for Elasticsearch). alpha: in weighted
   // fusion of two, the first one's weight (the second gets 1 - alpha); more share equally.
-  hybrid: { retrievers: ['bm25-sqlite', 'dense'], fusion: 'rrf', rrfK: 60, alpha: 0.5, depth: 100 },
+  hybrid: { retrievers: ['bm25-sqlite', 'dense'], fusion: 'weighted', rrfK: 60, alpha: 0.2, depth: 100 },
   ingest: { onError: 'fail', batchSize: 2000, segmentSize: 200_000, workers: 2 },
   server: {
     host: '127.0.0.1', port: 4000, bodyLimit: 64 * 1024,

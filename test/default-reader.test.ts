@@ -1,29 +1,37 @@
-// The reader the repository ships (assets/models/reader, built by scripts/train-defaults), loaded
-// from the default configuration as `ambigqa serve` does, answering a real question over the demo
-// corpus: every answer is a span of its evidence and has a rewrite and a probability.
+// The default configuration as `scripts/start` runs it: the hybrid retriever (BM25 + e5 over the
+// demo corpus, encoded here) and the reader the repository ships (assets/models/reader, built by
+// scripts/train-defaults), answering a real question: every answer is a span of its evidence and
+// has a rewrite and a probability.
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { after, before, test } from 'node:test'
-import { loadConfig } from '../src/config.js'
+import { join } from 'node:path'
+import { encodeStore } from '../retriever/dense-vectors.js'
+import { defaults, loadConfig } from '../src/config.js'
 import { hasAnswer } from '../src/eval/has-answer.js'
 import { openPipeline } from '../src/pipeline/open-pipeline.js'
 import type { Pipeline } from '../src/pipeline/pipeline.js'
-import { DEFAULT_READER_DIR } from '../src/paths.js'
+import { silentLogger } from '../src/log.js'
+import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR } from '../src/paths.js'
 import { buildDemoStore } from './helpers/demo-store.js'
 
 const shipped = existsSync(`${DEFAULT_READER_DIR}/reader/encoder_model_quantized.onnx`)
-const skip = shipped ? false : `no shipped reader in ${DEFAULT_READER_DIR}/reader (scripts/train-defaults builds it)`
+const encoder = existsSync(join(DEFAULT_ENCODERS_DIR, defaults.dense.model, 'model.onnx'))
+const skip = !shipped ? `no shipped reader in ${DEFAULT_READER_DIR}/reader (scripts/train-defaults builds it)`
+  : !encoder ? `needs models/encoders/${defaults.dense.model}: run scripts/assets ${defaults.dense.model}` : false
 let pipeline: Pipeline
 
 before(async () => {
   if (skip) return
   const store = await buildDemoStore('default-reader-')
+  await encodeStore({ store, model: defaults.dense.model, modelsDir: DEFAULT_ENCODERS_DIR, batchSize: 32, threads: 1, log: silentLogger })
   pipeline = await openPipeline(loadConfig({ flags: { store }, env: {} }))
 })
 after(async () => { if (!skip) await pipeline.close() })
 
-test('the default configuration opens the shipped reader and answers from the passages', { skip }, async () => {
+test('the default configuration retrieves with BM25 and e5 fused, opens the shipped reader and answers from the passages', { skip, timeout: 600_000 }, async () => {
   assert.equal(pipeline.stages.readerProblem, undefined)
+  assert.equal(pipeline.stages.retriever.name, `hybrid(bm25-sqlite+dense(${defaults.dense.model}))`)
   const result = await pipeline.ask('Who played in the world series in 1989?', { retrieve: 100, read: 10 })
   assert.ok(result.answers.length >= 1, 'at least one answer')
   assert.equal(result.ambiguous, result.answers.length > 1)

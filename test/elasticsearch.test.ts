@@ -174,7 +174,7 @@ test('kNN on a dense_vector field: the same neighbours as exact search, resumabl
     let overlap = 0
     for (const q of QUESTIONS) {
       const want = await exact.search(q, 10)
-      // The store's own vectors through HNSW (200 vectors, 100 candidates: exact in practice); scores are the dot product.
+      // The store's own vectors through HNSW (200 vectors, 100 candidates or more: exact in practice); scores are the dot product.
       const copiedHits = await viaCopy.search(q, 10)
       assert.deepEqual(copiedHits.map((p) => p.id), want.map((p) => p.id), q)
       copiedHits.forEach((p, i) => assert.ok(Math.abs(p.score - want[i]!.score) < 1e-4, `${q}: ${p.score} vs ${want[i]!.score}`))

@@ -10,9 +10,11 @@ export interface CliResult {
   stderr: string
 }
 
+/** Runs the CLI with BM25 over SQLite unless `env` says otherwise: the CLI tests' stores are not
+ * encoded for the default hybrid retriever (test/default-reader.test.ts covers that default). */
 export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; onSpawn?: (child: ChildProcess) => void } = {}): Promise<CliResult> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, AMBIGQA_LOG_LEVEL: 'warn', ...options.env } })
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, AMBIGQA_LOG_LEVEL: 'warn', AMBIGQA_RETRIEVER: 'bm25-sqlite', ...options.env } })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (chunk) => (stdout += chunk))
