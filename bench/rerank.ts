@@ -1,12 +1,12 @@
-// bench/rerank: answer recall@k and coverage@k on eval-300 for BM25's top 100 as retrieved and
-// after a cross-encoder reorders them, side by side in one run, with the reranker's time per
-// question. Prints numbers; passes or fails nothing.
-//   npx tsc -p . && node dist/bench/rerank.js --model models/reranker [--store data/eval-300] [--retrieve 100] [--limit n]
+// bench/rerank: answer recall@k and coverage@k on eval-300 for a retriever's top 100 as retrieved
+// and after a cross-encoder reorders them, side by side in one run, with the reranker's time per
+// question. The retriever is the configured one (the default, hybrid, needs the store's vectors:
+// `ambigqa index encode`). Prints numbers; passes or fails nothing.
+//   npx tsc -p . && node dist/bench/rerank.js --model models/reranker [--store data/eval-300] [--retriever bm25-sqlite] [--retrieve 100] [--limit n]
 import { parseArgs } from 'node:util'
-import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
 import { CrossEncoderReranker } from '../retriever/cross-encoder-reranker.js'
-import { PassageStore } from '../retriever/passage-store.js'
-import { defaults } from '../src/config.js'
+import { openRetriever } from '../retriever/open-retriever.js'
+import { defaults, loadConfig } from '../src/config.js'
 import { eval300Questions } from '../src/eval/eval-300.js'
 import { percentile } from '../src/eval/evaluate-retriever.js'
 import { loadIdList, loadQuestions } from '../src/eval/questions.js'
@@ -18,6 +18,7 @@ const { values } = parseArgs({
     model: { type: 'string', default: 'models/reranker' },
     store: { type: 'string', default: 'data/eval-300' },
     data: { type: 'string', default: DEFAULT_SHARED_DATA },
+    retriever: { type: 'string', default: defaults.retriever },
     retrieve: { type: 'string', default: '100' },
     precision: { type: 'string', default: 'int8' },
     'max-tokens': { type: 'string', default: String(defaults.reranker.maxTokens) },
@@ -27,7 +28,7 @@ const { values } = parseArgs({
 const k = Number(values.retrieve)
 const { questions: file, ids } = eval300Questions(values.data!)
 const questions = loadQuestions(file, loadIdList(ids)).slice(0, values.limit ? Number(values.limit) : undefined)
-const retriever = new Bm25SqliteRetriever(PassageStore.openReadOnly(values.store!), defaults.bm25)
+const retriever = await openRetriever(loadConfig({ flags: { store: values.store!, retriever: values.retriever! }, env: {} }))
 const reranker = await CrossEncoderReranker.load(values.model!, { ...defaults.reranker, precision: values.precision as 'fp32' | 'int8', maxTokens: Number(values['max-tokens']) })
 
 const before: string[][] = []
@@ -47,11 +48,11 @@ const row = (name: string, hits: string[][]) => {
   const m = retrievalMetrics(questions, hits, ks)
   return `| ${name} | ${ks.map((x) => m.recall[x]!.toFixed(1)).join(' | ')} | ${ks.map((x) => m.coverage[x]!.toFixed(1)).join(' | ')} |`
 }
-console.log(`bench/rerank: ${questions.length} eval-300 questions, BM25 top ${k} from ${values.store}, reranker ${values.model} (${values.precision}, ${values['max-tokens']} tokens)`)
+console.log(`bench/rerank: ${questions.length} eval-300 questions, ${retriever.name} top ${k} from ${values.store}, reranker ${values.model} (${values.precision}, ${values['max-tokens']} tokens)`)
 console.log(`| system | ${ks.map((x) => `R@${x}`).join(' | ')} | ${ks.map((x) => `C@${x}`).join(' | ')} |`)
 console.log(`|---|${ks.map(() => '---|---|').join('')}`)
-console.log(row('BM25', before))
-console.log(row(`BM25 top ${k} + cross-encoder`, after))
+console.log(row(retriever.name, before))
+console.log(row(`${retriever.name} top ${k} + cross-encoder`, after))
 console.log(`reranking ${k} passages: p50 ${percentile(ms, 50).toFixed(0)} ms, p99 ${percentile(ms, 99).toFixed(0)} ms per question`)
 await reranker.close()
 await retriever.close()

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import test from 'node:test'
 import { dprTokens, hasAnswer } from '../src/eval/has-answer.js'
 import { loadIdList, loadQuestions, parsePythonStringList } from '../src/eval/questions.js'
-import { retrievalMetrics } from '../src/eval/retrieval-metrics.js'
+import { corpusCeiling, retrievalMetrics } from '../src/eval/retrieval-metrics.js'
 import { sharedFile } from './helpers/shared-data.js'
 
 test("DPR's answer match: token runs, case and accents folded by NFD, not substrings", () => {
@@ -31,6 +31,18 @@ test('recall counts any gold answer; coverage takes the best annotation, average
   // q1: k=1 best annotation covers 1/3 (Lyon) vs 0/1 (Paris); k=2: 2/3. q2: 1/2 then 2/2.
   assert.ok(Math.abs(m.coverage['1']! - (100 * (1 / 3 + 1 / 2)) / 2) < 1e-9)
   assert.ok(Math.abs(m.coverage['2']! - (100 * (2 / 3 + 1)) / 2) < 1e-9)
+})
+
+test('the corpus ceiling equals the metrics with every passage retrieved; no answer spans two passages', () => {
+  const questions = [
+    { id: 'a', question: 'q1', annotations: [[['Paris']], [['Lyon'], ['Nice'], ['Lille']]] },
+    { id: 'b', question: 'q2', annotations: [[['Rome'], ['Milan']]] },
+    { id: 'c', question: 'q3', annotations: [[['New York']]] },
+  ]
+  const passages = ['Lyon is big', 'Nice is sunny', 'Milan has fashion', 'Rome is old', 'we went to new', 'york is far']
+  const all = retrievalMetrics(questions, questions.map(() => passages), [passages.length])
+  assert.deepEqual(corpusCeiling(questions, passages), { recall: all.recall[passages.length], coverage: all.coverage[passages.length] })
+  assert.equal(corpusCeiling(questions, passages).recall, (100 * 2) / 3)
 })
 
 test('question files: NQ-open TSV with Python lists and doubled quotes, JSON Lines, id lists, errors', () => {

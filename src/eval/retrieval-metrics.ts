@@ -41,3 +41,24 @@ export function retrievalMetrics(questions: readonly EvalQuestion[], hits: reado
   }
   return { recall, coverage, n }
 }
+
+/** What any retriever could reach on this corpus: recall and coverage as above with every passage
+ * retrieved. Each passage is tokenised once into one string, so the answers are substring tests. */
+export function corpusCeiling(questions: readonly EvalQuestion[], passageTexts: Iterable<string>): { recall: number; coverage: number } {
+  // \u0001 separates tokens, \u0002 passages, so no match spans two passages.
+  const parts: string[] = []
+  for (const text of passageTexts) parts.push(`\u0002\u0001${dprTokens(text).join('\u0001')}\u0001`)
+  const corpus = parts.join('')
+  const found = (aliases: readonly string[]) => aliases.some((a) => {
+    const tokens = dprTokens(a)
+    return tokens.length > 0 && corpus.includes(`\u0001${tokens.join('\u0001')}\u0001`)
+  })
+  let recall = 0
+  let coverage = 0
+  for (const q of questions) {
+    const shares = q.annotations.map((clusters) => (clusters.length === 0 ? 0 : clusters.filter(found).length / clusters.length))
+    if (q.annotations.some((clusters) => clusters.some(found))) recall += 1
+    coverage += Math.max(0, ...shares)
+  }
+  return { recall: (100 * recall) / questions.length, coverage: (100 * coverage) / questions.length }
+}
