@@ -2,7 +2,7 @@
 // the same model and compared with every passage vector, exactly, by usearch's SIMD inner
 // product (about 2.7 ms for 33k vectors against 26 ms for a plain JS loop: bench/vector-index).
 import usearch from 'usearch'
-import { ERR_MODEL_MISSING } from '../src/errors.js'
+import { ERR_VECTORS_MISSING } from '../src/errors.js'
 import type { DenseEncoder } from './dense-encoder.js'
 import { loadVectors } from './dense-vectors.js'
 import type { PassageStore } from './passage-store.js'
@@ -17,7 +17,7 @@ export class DenseRetriever implements Retriever {
   constructor(private readonly store: PassageStore, private readonly encoder: DenseEncoder) {
     this.name = `dense(${encoder.name})`
     const loaded = loadVectors(store, encoder.name)
-    if (!loaded) throw ERR_MODEL_MISSING(`the ${encoder.name} vectors of ${store.dir}`, `ambigqa index encode --store ${store.dir} --model ${encoder.name}`)
+    if (!loaded) throw ERR_VECTORS_MISSING(store.dir, encoder.name)
     this.dim = loaded.dim
     this.rows = loaded.rows
     // Row 0 of the store layout is unused; usearch keys then start at 0 for rowid 1. A copy, not

@@ -175,6 +175,14 @@ export const ERR_MODEL_MISSING = createError(
   (path: string, command: string) => `model file ${path} is missing. Run \`${command}\` to fetch or build it`,
 )
 
+export const ERR_VECTORS_MISSING = createError(
+  'VECTORS_MISSING',
+  503,
+  (store: string, model: string) =>
+    `the store ${store} holds no ${model} vectors for dense retrieval. Run \`ambigqa index encode --store ${store} --model ${model}\`, ` +
+    'or use --retriever bm25-sqlite, which needs none',
+)
+
 export const ERR_MODEL_INVALID = createError(
   'MODEL_INVALID',
   503,
@@ -247,5 +255,5 @@ export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_QUESTIONS_FILE, ERR_DATA_MISSING, ERR_TRAINING_DATA,
   ERR_INTERNAL, ERR_SOURCE_CHANGED,
   ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID,
-  ERR_MODEL_MISSING, ERR_MODEL_INVALID, ERR_OUTPUT_UNWRITABLE,
+  ERR_MODEL_MISSING, ERR_VECTORS_MISSING, ERR_MODEL_INVALID, ERR_OUTPUT_UNWRITABLE,
 ] as unknown as readonly ErrorFactory<never[]>[]

@@ -94,6 +94,7 @@ test('missing encoders and missing vectors are clear errors naming the command t
   writeFileSync(tsv, 'id\ttext\ttitle\n1\tsome text\tT\n')
   await buildIndex({ store: join(dir, 'store'), sources: [{ path: tsv }], onError: 'fail', batchSize: 10, segmentSize: 10, workers: 1, log: silentLogger })
   const encoder = await DenseEncoder.load(MODEL, DEFAULT_ENCODERS_DIR, 1)
-  assert.throws(() => new DenseRetriever(PassageStore.openReadOnly(join(dir, 'store')), encoder), (err: Error) => err.message.includes('ambigqa index encode'))
+  assert.throws(() => new DenseRetriever(PassageStore.openReadOnly(join(dir, 'store')), encoder), (err: Error & { code?: string }) =>
+    err.code === 'AMBIGQA_ERR_VECTORS_MISSING' && err.message.includes(`ambigqa index encode --store ${join(dir, 'store')} --model ${MODEL}`) && err.message.includes('--retriever bm25-sqlite'))
   await encoder.close()
 })
