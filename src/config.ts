@@ -71,9 +71,9 @@ export type Config = z.infer<typeof configSchema>
 
 export const defaults: Config = {
   store: 'data/demo',
-  // The best retriever measured on eval-300 (BENCHMARKS.md): BM25 and e5 fused; needs the
-  // store's e5 vectors (`ambigqa index encode`). bm25-sqlite needs nothing more than the store.
-  retriever: 'hybrid',
+  // The best retriever measured on eval-300 (BENCHMARKS.md): e5 alone; fusing BM25 in added
+  // nothing there. Needs the store's e5 vectors (`ambigqa index encode`); bm25-sqlite does not.
+  retriever: 'dense',
   bm25: { k1: 0.9, b: 0.4 },
   // A query against a down cluster fails within requestTimeoutMs (no retry) instead of ~8 s.
   elasticsearch: { url: 'http://127.0.0.1:9200', index: 'ambigqa-passages', requestTimeoutMs: 5000, maxRetries: 0 },

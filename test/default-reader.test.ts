@@ -1,5 +1,5 @@
-// The default configuration as `scripts/start` runs it: the hybrid retriever (BM25 + e5 over the
-// demo corpus, encoded here) and the reader the repository ships (assets/models/reader, built by
+// The default configuration as `scripts/start` runs it: the dense retriever (e5 over the demo
+// corpus, encoded here) and the reader the repository ships (assets/models/reader, built by
 // scripts/train-defaults), answering a real question: every answer is a span of its evidence and
 // has a rewrite and a probability.
 import assert from 'node:assert/strict'
@@ -29,9 +29,9 @@ before(async () => {
 })
 after(async () => { if (!skip) await pipeline.close() })
 
-test('the default configuration retrieves with BM25 and e5 fused, opens the shipped reader and answers from the passages', { skip, timeout: 600_000 }, async () => {
+test('the default configuration retrieves with e5, opens the shipped reader and answers from the passages', { skip, timeout: 600_000 }, async () => {
   assert.equal(pipeline.stages.readerProblem, undefined)
-  assert.equal(pipeline.stages.retriever.name, `hybrid(bm25-sqlite+dense(${defaults.dense.model}))`)
+  assert.equal(pipeline.stages.retriever.name, `dense(${defaults.dense.model})`)
   const result = await pipeline.ask('Who played in the world series in 1989?', { retrieve: 100, read: 10 })
   assert.ok(result.answers.length >= 1, 'at least one answer')
   assert.equal(result.ambiguous, result.answers.length > 1)

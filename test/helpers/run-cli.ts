@@ -11,7 +11,7 @@ export interface CliResult {
 }
 
 /** Runs the CLI with BM25 over SQLite unless `env` says otherwise: the CLI tests' stores are not
- * encoded for the default hybrid retriever (test/default-reader.test.ts covers that default). */
+ * encoded for the default dense retriever (test/default-reader.test.ts covers that default). */
 export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; onSpawn?: (child: ChildProcess) => void } = {}): Promise<CliResult> {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, AMBIGQA_LOG_LEVEL: 'warn', AMBIGQA_RETRIEVER: 'bm25-sqlite', ...options.env } })
