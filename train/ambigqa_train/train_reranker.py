@@ -61,7 +61,8 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
         logits = model(**encode(tok, batch, cfg["max_len"])).logits.squeeze(-1)
         return lossf(logits, torch.tensor([float(r["label"]) for r in batch]))
 
-    return run_steps(model, tok, opt, rows, cfg, seed, int(state["step"]), ckpt, loss_of, "pairs_per_s")
+    rate_key = "groups_per_s" if rows and "positive" in rows[0] else "pairs_per_s"
+    return run_steps(model, tok, opt, rows, cfg, seed, int(state["step"]), ckpt, loss_of, rate_key)
 
 
 def main(argv: list[str] | None = None) -> None:
