@@ -5,7 +5,9 @@
 //   npx tsc -p . && node dist/bench/rerank.js --model models/reranker [--store data/eval-300] [--retriever bm25-sqlite] [--retrieve 100] [--limit n]
 import { parseArgs } from 'node:util'
 import { CrossEncoderReranker } from '../retriever/cross-encoder-reranker.js'
+import { fuse } from '../retriever/hybrid-retriever.js'
 import { openRetriever } from '../retriever/open-retriever.js'
+import type { RetrievedPassage } from '../retriever/retriever.js'
 import { defaults, loadConfig } from '../src/config.js'
 import { eval300Questions } from '../src/eval/eval-300.js'
 import { percentile } from '../src/eval/evaluate-retriever.js'
@@ -31,16 +33,22 @@ const questions = loadQuestions(file, loadIdList(ids)).slice(0, values.limit ? N
 const retriever = await openRetriever(loadConfig({ flags: { store: values.store!, retriever: values.retriever! }, env: {} }))
 const reranker = await CrossEncoderReranker.load(values.model!, { ...defaults.reranker, precision: values.precision as 'fp32' | 'int8', maxTokens: Number(values['max-tokens']) })
 
+// Besides the reranker's order: its scores interpolated with the retriever's (both min-max
+// normalised over the top k, as weighted fusion does), at these weights of the reranker.
+const MIX = [0.1, 0.2, 0.3, 0.5]
+const asText = (passages: readonly RetrievedPassage[]) => passages.map((p) => `${p.title} ${p.text}`)
 const before: string[][] = []
 const after: string[][] = []
+const mixed: string[][][] = MIX.map(() => [])
 const ms: number[] = []
 for (const [i, q] of questions.entries()) {
   const passages = await retriever.search(q.question, k)
-  before.push(passages.map((p) => `${p.title} ${p.text}`))
+  before.push(asText(passages))
   const started = performance.now()
   const { reranked } = await reranker.rerank({ question: q.question, passages, timings: { retrievalMs: 0, totalMs: 0 } }, k)
   ms.push(performance.now() - started)
-  after.push(reranked.map((p) => `${p.title} ${p.text}`))
+  after.push(asText(reranked))
+  MIX.forEach((w, m) => mixed[m]!.push(asText(fuse([passages, reranked], { kind: 'weighted', weights: [1 - w, w] }))))
   if ((i + 1) % 50 === 0) console.error(`bench/rerank: ${i + 1}/${questions.length} questions`)
 }
 const ks = [1, 5, 10, 20]
@@ -53,6 +61,7 @@ console.log(`| system | ${ks.map((x) => `R@${x}`).join(' | ')} | ${ks.map((x) =>
 console.log(`|---|${ks.map(() => '---|---|').join('')}`)
 console.log(row(retriever.name, before))
 console.log(row(`${retriever.name} top ${k} + cross-encoder`, after))
+MIX.forEach((w, m) => console.log(row(`${retriever.name} top ${k}, scores mixed with the cross-encoder's at weight ${w}`, mixed[m]!)))
 console.log(`reranking ${k} passages: p50 ${percentile(ms, 50).toFixed(0)} ms, p99 ${percentile(ms, 99).toFixed(0)} ms per question`)
 await reranker.close()
 await retriever.close()
