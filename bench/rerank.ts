@@ -1,7 +1,7 @@
 // bench/rerank: answer recall@k and coverage@k on eval-300 for a retriever's top 100 as retrieved
 // and after a cross-encoder reorders them, side by side in one run, with the reranker's time per
-// question. The retriever is the configured one (the default, hybrid, needs the store's vectors:
-// `ambigqa index encode`). Prints numbers; passes or fails nothing.
+// question. The retriever is the configured one (the default, dense e5, needs the store's
+// vectors: `ambigqa index encode`). Prints numbers; passes or fails nothing.
 //   npx tsc -p . && node dist/bench/rerank.js --model models/reranker [--store data/eval-300] [--retriever bm25-sqlite] [--retrieve 100] [--limit n]
 import { parseArgs } from 'node:util'
 import { CrossEncoderReranker } from '../retriever/cross-encoder-reranker.js'
@@ -9,7 +9,7 @@ import { fuse } from '../retriever/hybrid-retriever.js'
 import { openRetriever } from '../retriever/open-retriever.js'
 import type { RetrievedPassage } from '../retriever/retriever.js'
 import { defaults, loadConfig } from '../src/config.js'
-import { eval300Questions } from '../src/eval/eval-300.js'
+import { EVAL_300_STORE, eval300Questions } from '../src/eval/eval-300.js'
 import { percentile } from '../src/eval/evaluate-retriever.js'
 import { loadIdList, loadQuestions } from '../src/eval/questions.js'
 import { retrievalMetrics } from '../src/eval/retrieval-metrics.js'
@@ -18,7 +18,7 @@ import { DEFAULT_SHARED_DATA } from '../src/paths.js'
 const { values } = parseArgs({
   options: {
     model: { type: 'string', default: 'models/reranker' },
-    store: { type: 'string', default: 'data/eval-300' },
+    store: { type: 'string', default: EVAL_300_STORE },
     data: { type: 'string', default: DEFAULT_SHARED_DATA },
     retriever: { type: 'string', default: defaults.retriever },
     retrieve: { type: 'string', default: '100' },

@@ -50,9 +50,10 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
         opt.load_state_dict(state["optimizer"])
     model.train()
     lossf = torch.nn.BCEWithLogitsLoss()
+    grouped = bool(rows) and "positive" in rows[0]
 
     def loss_of(batch: list[dict[str, Any]]) -> torch.Tensor:
-        if "positive" in batch[0]:
+        if grouped:
             groups = [as_pairs(g, cfg.get("negatives")) for g in batch]
             width = min(len(g) for g in groups)
             pairs = [p for g in groups for p in g[:width]]
@@ -61,8 +62,7 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
         logits = model(**encode(tok, batch, cfg["max_len"])).logits.squeeze(-1)
         return lossf(logits, torch.tensor([float(r["label"]) for r in batch]))
 
-    rate_key = "groups_per_s" if rows and "positive" in rows[0] else "pairs_per_s"
-    return run_steps(model, tok, opt, rows, cfg, seed, int(state["step"]), ckpt, loss_of, rate_key)
+    return run_steps(model, tok, opt, rows, cfg, seed, int(state["step"]), ckpt, loss_of, "groups_per_s" if grouped else "pairs_per_s")
 
 
 def main(argv: list[str] | None = None) -> None:
