@@ -62,6 +62,8 @@ export function registerTrainCommands(program: Command): void {
       } finally {
         await retriever.close()
       }
+      // The stage-2 mix reads the hard-negative groups, so it is written last.
+      exitWith(runPython('data', ['mix', '--out', o.out, '--seed', o.seed]))
     })
   const train = program.command('train').description('train and export models (Python, .venv-train)')
   for (const [name, module] of [['seq2seq', 'train_seq2seq'], ['reranker', 'train_reranker']] as const) {

@@ -622,22 +622,46 @@ def build_ambig_sets(data: Path, out: Path, ev: Eval300, seed: int,
                 key = f"{name}-{part}:{r['source']}"
                 counts[key] = counts.get(key, 0) + 1
         print(f"data: {name} " + json.dumps(dict(sorted(stats.items()))))
-    if set(sets) == {"spanseqgen2", "qd"}:
-        counts |= write_reader2(out, rng)
     return counts
 
 
 READER2_STAGE2_REPEAT = 8
+READING_DISTRACTORS = 2  # hard negatives beside the gold passage in a distractor reading example
 
 
-def write_reader2(out: Path, rng: random.Random) -> dict[str, int]:
-    """One model serves both answer sets and disambiguation (one ~50 MB int8 model to ship, not
-    two): stage 2 repeated READER2_STAGE2_REPEAT times (it is 16x smaller) mixed with QD."""
-    rows = [r for _ in range(READER2_STAGE2_REPEAT) for r in _read(out / "spanseqgen2-train.jsonl")]
-    rows += _read(out / "qd-train.jsonl")
+def distractor_reading(groups: list[dict[str, Any]], rng: random.Random) -> list[dict[str, Any]]:
+    """Reading among distractors, as the reader reads at serving time (the retriever's top
+    passages, most of them without the answer): the gold passage, cropped to PASSAGE_WORDS words
+    around its answer, first or second among READING_DISTRACTORS BM25 hard negatives (so it
+    survives a 384-token budget), → its first answer. Rows from reranker-groups-train.jsonl."""
+    rows = []
+    for g in groups:
+        gold, got = crop(Passage(g["positive"]["title"], g["positive"]["text"]), [g["answers"]])
+        if not got:
+            continue
+        passages = [Passage(n["title"], n["text"]) for n in g["negatives"][:READING_DISTRACTORS]]
+        passages.insert(rng.randrange(2), gold)
+        rows.append({"id": f"reading:{g['id']}", "source": "reading-" + g["source"], "question": g["question"],
+                     "input": SEP.join([g["question"], *(p.render() for p in passages)]), "target": g["answers"][0],
+                     "answers": [g["answers"]]})
+    return rows
+
+
+def write_reader2(out: Path, seed: int = 13) -> dict[str, int]:
+    """The stage-2 mix. One model serves answer sets, reading and disambiguation (one ~50 MB
+    int8 model to ship, not two): stage 2 repeated READER2_STAGE2_REPEAT times (it is 16x
+    smaller than QD), distractor reading from the reranker's hard-negative groups (written by
+    `ambigqa data build` after this package's `build`: BM25 is TypeScript), and QD."""
+    rng = random.Random(seed)
+    groups = out / "reranker-groups-train.jsonl"
+    if not groups.exists():
+        raise FileNotFoundError(f"{groups} missing: run `npx ambigqa data build` (it mines the hard negatives)")
+    stage2 = _read(out / "spanseqgen2-train.jsonl")
+    reading = distractor_reading(_read(groups), rng)
+    rows = [r for _ in range(READER2_STAGE2_REPEAT) for r in stage2] + reading + _read(out / "qd-train.jsonl")
     rng.shuffle(rows)
     _write(out / "reader2-train.jsonl", rows)
-    return {"reader2-train": len(rows)}
+    return {"reader2-train": len(rows), "reader2-train:reading": len(reading)}
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
@@ -647,7 +671,8 @@ def _read(path: Path) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="ambigqa_train.data")
-    ap.add_argument("command", choices=["build", "splits"])
+    ap.add_argument("command", choices=["build", "splits", "mix"],
+                    help="build: the sets; mix: reader2-train.jsonl once the hard negatives exist; splits: held-out lists")
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
     ap.add_argument("--out", type=Path, default=Path("data/train"))
     ap.add_argument("--seed", type=int, default=13)
@@ -656,6 +681,8 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     if a.command == "splits":
         write_splits(a.data, names=tuple(a.only))
+    elif a.command == "mix":
+        print(json.dumps(write_reader2(a.out, a.seed)))
     else:
         counts = build(a.data, a.out, a.seed, sets=tuple(a.only))
         print(json.dumps(counts))
