@@ -633,7 +633,7 @@ def distractor_reading(groups: list[dict[str, Any]], rng: random.Random) -> list
     """Reading among distractors, as the reader reads at serving time (the retriever's top
     passages, most of them without the answer): the gold passage, cropped to PASSAGE_WORDS words
     around its answer, first or second among READING_DISTRACTORS BM25 hard negatives (so it
-    survives a 384-token budget), → its first answer. Rows from reranker-groups-train.jsonl."""
+    survives a 384-token budget), → its first answer. Rows from reranker-groups-*.jsonl."""
     rows = []
     for g in groups:
         gold, got = crop(Passage(g["positive"]["title"], g["positive"]["text"]), [g["answers"]])
@@ -643,7 +643,7 @@ def distractor_reading(groups: list[dict[str, Any]], rng: random.Random) -> list
         passages.insert(rng.randrange(2), gold)
         rows.append({"id": f"reading:{g['id']}", "source": "reading-" + g["source"], "question": g["question"],
                      "input": SEP.join([g["question"], *(p.render() for p in passages)]), "target": g["answers"][0],
-                     "answers": [g["answers"]]})
+                     "answers": list(g["answers"])})
     return rows
 
 
@@ -661,7 +661,13 @@ def write_reader2(out: Path, seed: int = 13) -> dict[str, int]:
     rows = [r for _ in range(READER2_STAGE2_REPEAT) for r in stage2] + reading + _read(out / "qd-train.jsonl")
     rng.shuffle(rows)
     _write(out / "reader2-train.jsonl", rows)
-    return {"reader2-train": len(rows), "reader2-train:reading": len(reading)}
+    counts = {"reader2-train": len(rows), "reader2-train:reading": len(reading)}
+    held = out / "reranker-groups-heldout.jsonl"
+    if held.exists():  # bench/reading's distractor set
+        heldout = distractor_reading(_read(held), rng)
+        _write(out / "reading-heldout.jsonl", heldout)
+        counts["reading-heldout"] = len(heldout)
+    return counts
 
 
 def _read(path: Path) -> list[dict[str, Any]]:

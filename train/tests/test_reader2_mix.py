@@ -42,5 +42,5 @@ def test_mix_counts(tmp_path: Path) -> None:
     write("qd-train.jsonl", [{"id": "qd:1", "input": "q [SEP] a", "target": "q?"}] * 3)
     write("reranker-groups-train.jsonl", [_group(i) for i in range(5)])
     counts = data.write_reader2(tmp_path)
-    assert counts == {"reader2-train": data.READER2_STAGE2_REPEAT + 5 + 3, "reader2-train:reading": 5}
+    assert counts == {"reader2-train": data.READER2_STAGE2_REPEAT + 5 + 3, "reader2-train:reading": 5}  # no held-out groups here
     assert len((tmp_path / "reader2-train.jsonl").read_text().splitlines()) == counts["reader2-train"]
