@@ -2,7 +2,7 @@
 // (data/train/spanseqgen1-heldout.jsonl, ids in train/splits/spanseqgen1-heldout.txt): exact
 // match (SQuAD normalisation, any alias) of the first generated answer, greedy against beam
 // search, free against span-constrained decoding, fp32 against int8.
-//   npx tsc -p . && node dist/bench/reading.js --model models/spanseqgen1 [--n 300]
+//   npx tsc -p . && node dist/bench/reading.js --model models/spanseqgen1 [--n 300] [--decoding 'greedy, span-constrained']
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { Seq2SeqModel, type Precision } from '../reader/seq2seq-model.js'
@@ -17,6 +17,8 @@ const { values } = parseArgs({
     n: { type: 'string', default: '300' },
     precision: { type: 'string', default: 'fp32,int8' },
     'max-input': { type: 'string', default: '256' },
+    // The decodings to run, by label (separated by ';'); all four by default.
+    decoding: { type: 'string' },
   },
 })
 interface Row { id: string; input: string; answers: string[] }
@@ -25,7 +27,9 @@ const rows = readFileSync(values.data!, 'utf8').trim().split('\n').slice(0, Numb
 console.log(`bench/reading: ${rows.length} held-out examples of ${values.data}, model ${values.model}`)
 for (const precision of values.precision!.split(',') as Precision[]) {
   const model = await Seq2SeqModel.load(values.model!, { precision })
-  for (const [label, numBeams, constrainToPassages] of [['greedy', 1, false], ['greedy, span-constrained', 1, true], ['beam 4', 4, false], ['beam 4, span-constrained', 4, true]] as const) {
+  const decodings = ([['greedy', 1, false], ['greedy, span-constrained', 1, true], ['beam 4', 4, false], ['beam 4, span-constrained', 4, true]] as const)
+    .filter(([label]) => values.decoding === undefined || values.decoding.split(';').includes(label))
+  for (const [label, numBeams, constrainToPassages] of decodings) {
     const reader = new SpanSeqGen(model, { maxInputTokens: Number(values['max-input']), constrainToPassages, generation: { numBeams, maxLength: 24, earlyStopping: true } })
     const started = performance.now()
     let exact = 0
