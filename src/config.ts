@@ -91,7 +91,8 @@ export const defaults: Config = {
   // The trained defaults live in assets/models (int8, rebuilt by scripts/train-defaults); one
   // folder may serve both tasks. maxBatch: questions decoded together; numBeams 0 keeps the
   // model's generation_config.json; constrainToPassages: answers only copy passage spans.
-  // maxInputTokens 384: with e5's passages, the best of 192/256/384/512 on eval-300 (BENCHMARKS.md).
+  // maxInputTokens 384: what the shipped reader is trained at, and the best measured with e5's
+  // passages (192/256/384/512 for the earlier reader, 256/384 for this one; BENCHMARKS.md).
   reader: {
     spanseqgen: join(DEFAULT_READER_DIR, 'reader'), qd: join(DEFAULT_READER_DIR, 'reader'), precision: 'int8', device: 'cpu',
     threads: 2, maxBatch: 8, maxInputTokens: 384, numBeams: 0, constrainToPassages: true,
