@@ -15,6 +15,9 @@
   train questions (their passages, AmbigNQ answers), the 200 ASQA train records (pair contexts
   and knowledge), and any other AmbigNQ train question with passages in ../shared/data (none:
   dropped and counted). A question none of whose passages holds an answer is dropped.
+- reader2-train.jsonl (`mix`, once `ambigqa data build` has mined the hard negatives): stage 2
+  x 8, QD, and distractor reading (a reranker group's gold passage among two of its BM25 hard
+  negatives → its answer); reading-heldout.jsonl: the same from the held-out groups.
 - qd-{train,heldout}.jsonl: {id, qid, source, input, target}: `prompt question [SEP] target
   answer [SEP] other answers joined by " <SEP> " [SEP] title: text ...` → the disambiguated
   question (first `|` alternative), from AmbigNQ train multipleQAs and the ASQA qa_pairs of the
