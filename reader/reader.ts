@@ -25,7 +25,7 @@ export class Reader {
     const answerModel = await load(settings.spanseqgen)
     const questionModel = settings.qd === settings.spanseqgen ? answerModel : await load(settings.qd)
     const generation = settings.numBeams > 0 ? { numBeams: settings.numBeams } : {}
-    const spanSeqGen = new SpanSeqGen(answerModel, { maxInputTokens: settings.maxInputTokens, constrainToPassages: settings.constrainToPassages, generation })
+    const spanSeqGen = new SpanSeqGen(answerModel, { maxInputTokens: settings.maxInputTokens, constrainToPassages: settings.constrainToPassages, generation, readEach: settings.readEach, poolKeep: settings.poolKeep })
     // Small QD models loop ("do do do"); a repeated trigram is never a minimal rewrite.
     const disambiguator = new QuestionDisambiguator(questionModel, { maxInputTokens: settings.maxInputTokens, generation: { noRepeatNgramSize: 3, ...generation } })
     return new Reader(spanSeqGen, disambiguator, [...new Set([answerModel, questionModel])], settings.maxBatch)

@@ -18,9 +18,18 @@ export interface SpanSeqGenOptions {
   /** Decoding may only copy spans of the input passages. */
   constrainToPassages: boolean
   generation: Partial<GenerationOptions>
+  /**
+   * 0: read the passages together, as SpanSeqGen does. n > 0: read each of the top n alone and
+   * pool: an answer's score is its probability summed over the passages, its confidence the mean.
+   */
+  readEach: number
+  /** With readEach: an answer is kept when its pooled score reaches this share of the best one's. */
+  poolKeep: number
 }
 
-export const defaultSpanSeqGenOptions: SpanSeqGenOptions = { maxInputTokens: 384, separator: '<SEP>', constrainToPassages: false, generation: {} }
+export const defaultSpanSeqGenOptions: SpanSeqGenOptions = { maxInputTokens: 384, separator: '<SEP>', constrainToPassages: false, generation: {}, readEach: 0, poolKeep: 0.5 }
+
+interface AnswerText { text: string; probability: number }
 
 export interface ReadingQuestion {
   question: string
@@ -76,26 +85,57 @@ export class SpanSeqGen {
   }
 
   async read(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<PredictedAnswer[][]> {
+    // Known answers are forced as one output's prefix, so those questions are read jointly.
+    const alone = items.map((item) => this.options.readEach > 0 && !item.knownAnswers?.length)
     const tokenizer = this.model.tokenizer
-    const requests = items.map((item) => {
-      const input = this.input(item)
+    const requests: { input: number[]; prefix: number[]; constraint?: TokenConstraint }[] = []
+    const owner: number[] = []
+    items.forEach((item, i) => {
       const prefix = (item.knownAnswers ?? []).flatMap((a) => [...tokenizer.encodePlain(a), this.separatorId])
-      return { input, prefix, ...(this.options.constrainToPassages ? { constraint: this.spanConstraint(input) } : {}) }
+      for (const passages of alone[i] ? item.passages.slice(0, this.options.readEach).map((p) => [p]) : [item.passages]) {
+        const input = this.input({ question: item.question, passages })
+        requests.push({ input, prefix, ...(this.options.constrainToPassages ? { constraint: this.spanConstraint(input) } : {}) })
+        owner.push(i)
+      }
     })
     const options = { ...this.model.generationDefaults, ...this.options.generation }
     const hypotheses = await generate(this.model, requests, options, signal ? { signal } : {})
-    return hypotheses.map((list, i) => this.answers(list[0]!, items[i]!))
+    const readings = items.map((): AnswerText[][] => [])
+    hypotheses.forEach((list, r) => readings[owner[r]!]!.push(this.pieces(list[0]!)))
+    return items.map((item, i) => this.answers(alone[i] ? this.pool(readings[i]!) : readings[i]![0] ?? [], item))
   }
 
-  /** Splits the best hypothesis on the separator; distinct answers by normalised form, order kept. */
-  private answers(hypothesis: Hypothesis, item: ReadingQuestion): PredictedAnswer[] {
-    // Each answer's probability covers its tokens and the separator (or end) that closes it.
+  /** Each answer's probability covers its tokens and the separator (or end) that closes it. */
+  private pieces(hypothesis: Hypothesis): AnswerText[] {
     let at = 0
-    const generated = splitOnSeparator(hypothesis.generated, this.separatorId).map((piece) => {
+    return splitOnSeparator(hypothesis.generated, this.separatorId).map((piece) => {
       const closing = hypothesis.tokenLogProbs.slice(at, at + piece.length + 1)
       at += piece.length + 1
       return { text: this.model.tokenizer.decode(piece).trim(), probability: Math.exp(closing.reduce((a, b) => a + b, 0)) }
     })
+  }
+
+  /** Answers of passages read alone, best pooled score first, those below poolKeep of the best dropped. */
+  private pool(readings: readonly AnswerText[][]): AnswerText[] {
+    const scores = new Map<string, AnswerText>()
+    for (const reading of readings) {
+      const seen = new Set<string>()
+      for (const { text, probability } of reading) {
+        const key = normalizeAnswer(text)
+        if (key.length === 0 || seen.has(key)) continue
+        seen.add(key)
+        const entry = scores.get(key)
+        if (entry) entry.probability += probability
+        else scores.set(key, { text, probability })
+      }
+    }
+    const ranked = [...scores.values()].sort((a, b) => b.probability - a.probability)
+    const best = ranked[0]?.probability ?? 0
+    return ranked.filter((a) => a.probability >= this.options.poolKeep * best).map((a) => ({ text: a.text, probability: a.probability / readings.length }))
+  }
+
+  /** Distinct answers by normalised form, order kept, with their evidence among the passages. */
+  private answers(generated: readonly AnswerText[], item: ReadingQuestion): PredictedAnswer[] {
     const known = (item.knownAnswers ?? []).map((text) => ({ text, probability: 1 }))
     const out: PredictedAnswer[] = []
     const seen = new Set<string>()

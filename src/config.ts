@@ -61,6 +61,8 @@ const configSchema = z
         maxInputTokens: z.number().int().min(16).max(4096),
         numBeams: z.number().int().min(0).max(32),
         constrainToPassages: z.boolean(),
+        readEach: z.number().int().min(0).max(100),
+        poolKeep: z.number().min(0).max(1),
       })
       .strict(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) }).strict(),
@@ -93,9 +95,11 @@ export const defaults: Config = {
   // model's generation_config.json; constrainToPassages: answers only copy passage spans.
   // maxInputTokens 384: what the shipped reader is trained at, and the best measured with e5's
   // passages (192/256/384/512 for the earlier reader, 256/384 for this one; BENCHMARKS.md).
+  // readEach 0 reads the passages together (SpanSeqGen); n reads the top n one at a time and
+  // pools the answers, keeping those within poolKeep of the best (opt-in: BENCHMARKS.md).
   reader: {
     spanseqgen: join(DEFAULT_READER_DIR, 'reader'), qd: join(DEFAULT_READER_DIR, 'reader'), precision: 'int8', device: 'cpu',
-    threads: 2, maxBatch: 8, maxInputTokens: 384, numBeams: 0, constrainToPassages: true,
+    threads: 2, maxBatch: 8, maxInputTokens: 384, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
   },
   log: { level: 'info' },
 }

@@ -15,6 +15,7 @@ import { splitOnSeparator, SpanSeqGen } from '../reader/span-seq-gen.js'
 import { QuestionDisambiguator } from '../reader/question-disambiguator.js'
 import { Seq2SeqModel } from '../reader/seq2seq-model.js'
 import { isAmbigqaError } from '../src/errors.js'
+import { hasAnswer } from '../src/eval/has-answer.js'
 import { readerFixture } from './helpers/reader-fixture.js'
 
 interface ReferenceOutput {
@@ -184,6 +185,29 @@ test('SpanSeqGen: known answers forced as the prefix come first, answers are dis
   const keys = answers!.map((a) => a.answer.toLowerCase())
   assert.equal(new Set(keys).size, keys.length)
   for (const a of answers!) assert.ok(a.probability > 0 && a.probability <= 1)
+})
+
+test('readEach: the top passages read one at a time, answers pooled best first; known answers still read jointly', { skip: fixture.skip }, async () => {
+  const passages = [
+    passage('1', 'World Series', 'The 1989 World Series was played between the Oakland Athletics and the San Francisco Giants.'),
+    passage('2', 'Oakland Athletics', 'The Oakland Athletics won the 1989 World Series in four games.'),
+    passage('3', 'Volcano', 'Mount Etna erupted loudly over Catania.'),
+  ]
+  const question = 'who played in the world series in 1989'
+  const options = { maxInputTokens: 256, constrainToPassages: true, generation: { numBeams: 1, maxLength: 24 }, readEach: 2 }
+  const [pooled] = await new SpanSeqGen(model, { ...options, poolKeep: 0 }).read([{ question, passages }])
+  assert.ok(pooled!.length >= 1)
+  for (const a of pooled!) {
+    assert.ok(a.probability > 0 && a.probability <= 1)
+    assert.ok(hasAnswer(passages.slice(0, 2).map((p) => `${p.title} ${p.text}`).join(' '), [a.answer]), `'${a.answer}' comes from a passage read`)
+  }
+  const probabilities = pooled!.map((a) => a.probability)
+  assert.deepEqual(probabilities, [...probabilities].sort((a, b) => b - a), 'best pooled score first')
+  const [best] = await new SpanSeqGen(model, { ...options, poolKeep: 1 }).read([{ question, passages }])
+  assert.deepEqual(best!.map((a) => a.answer), pooled!.filter((a) => a.probability === pooled![0]!.probability).map((a) => a.answer))
+  const [known] = await new SpanSeqGen(model, { ...options, poolKeep: 0 }).read([{ question, passages, knownAnswers: ['Oakland Athletics'] }])
+  assert.equal(known![0]!.answer, 'Oakland Athletics')
+  assert.equal(known![0]!.probability, 1)
 })
 
 test('span-constrained decoding only produces spans of the passages, in whole words', { skip: fixture.skip }, async () => {

@@ -130,7 +130,7 @@ export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'r
     reranker: config.reranker.model ? { model: resolve(config.reranker.model), precision: config.reranker.precision, maxTokens: config.reranker.maxTokens } : 'none',
     reader: {
       spanseqgen: resolve(r.spanseqgen), qd: resolve(r.qd), precision: r.precision,
-      maxInputTokens: r.maxInputTokens, numBeams: r.numBeams, constrainToPassages: r.constrainToPassages,
+      maxInputTokens: r.maxInputTokens, numBeams: r.numBeams, constrainToPassages: r.constrainToPassages, readEach: r.readEach, poolKeep: r.poolKeep,
     },
   }
 }
