@@ -171,13 +171,14 @@ test('missing or inconsistent model files: errors that name the file and the com
 })
 
 const passage = (id: string, title: string, text: string) => ({ id, title, text, score: 1 })
+const worldSeries = [
+  passage('1', 'World Series', 'The 1989 World Series was played between the Oakland Athletics and the San Francisco Giants.'),
+  passage('2', 'Oakland Athletics', 'The Oakland Athletics won the 1989 World Series in four games.'),
+]
 
 test('SpanSeqGen: known answers forced as the prefix come first, answers are distinct, evidence contains them', { skip: fixture.skip }, async () => {
   const reader = new SpanSeqGen(model, { maxInputTokens: 256, generation: { numBeams: 1, maxLength: 24 } })
-  const passages = [
-    passage('1', 'World Series', 'The 1989 World Series was played between the Oakland Athletics and the San Francisco Giants.'),
-    passage('2', 'Oakland Athletics', 'The Oakland Athletics won the 1989 World Series in four games.'),
-  ]
+  const passages = worldSeries
   const [answers] = await reader.read([{ question: 'who played in the world series in 1989', passages, knownAnswers: ['Oakland Athletics', 'oakland athletics'] }])
   assert.ok(answers!.length >= 1)
   assert.equal(answers![0]!.answer, 'Oakland Athletics', 'the forced answer, in the evidence\'s casing, once')
@@ -188,11 +189,7 @@ test('SpanSeqGen: known answers forced as the prefix come first, answers are dis
 })
 
 test('readEach: the top passages read one at a time, answers pooled best first; known answers still read jointly', { skip: fixture.skip }, async () => {
-  const passages = [
-    passage('1', 'World Series', 'The 1989 World Series was played between the Oakland Athletics and the San Francisco Giants.'),
-    passage('2', 'Oakland Athletics', 'The Oakland Athletics won the 1989 World Series in four games.'),
-    passage('3', 'Volcano', 'Mount Etna erupted loudly over Catania.'),
-  ]
+  const passages = [...worldSeries, passage('3', 'Volcano', 'Mount Etna erupted loudly over Catania.')]
   const question = 'who played in the world series in 1989'
   const options = { maxInputTokens: 256, constrainToPassages: true, generation: { numBeams: 1, maxLength: 24 }, readEach: 2 }
   const [pooled] = await new SpanSeqGen(model, { ...options, poolKeep: 0 }).read([{ question, passages }])
