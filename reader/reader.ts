@@ -1,9 +1,11 @@
-// The reader of the pipeline: SpanSeqGen for the answer set and question disambiguation for
-// one rewrite per answer, each model loaded once and shared by all requests through a batch queue.
+// The reader of the pipeline: the answer set from SpanSeqGen or the extractive reader, and
+// question disambiguation for one rewrite per answer, each model loaded once and shared by all
+// requests through a batch queue.
 import type { Config } from '../src/config.js'
 import type { Logger } from '../src/log.js'
 import type { Disambiguated, Read, Reranked, Stage } from '../src/pipeline/pipeline.js'
 import { BatchQueue } from './batch-queue.js'
+import { ExtractiveReader } from './extractive-reader.js'
 import { QuestionDisambiguator, type DisambiguationItem } from './question-disambiguator.js'
 import { Seq2SeqModel } from './seq2seq-model.js'
 import { SpanSeqGen, type PredictedAnswer, type ReadingQuestion } from './span-seq-gen.js'
@@ -15,24 +17,33 @@ export class Reader {
   private readonly answerQueue: BatchQueue<ReadingQuestion, PredictedAnswer[]>
   private readonly questionQueue: BatchQueue<DisambiguationItem, string[]>
 
-  private constructor(readonly spanSeqGen: SpanSeqGen, readonly disambiguator: QuestionDisambiguator, private readonly models: Seq2SeqModel[], maxBatch: number) {
-    this.answerQueue = new BatchQueue((items) => spanSeqGen.read(items), maxBatch)
+  private constructor(readonly answerReader: SpanSeqGen | ExtractiveReader, readonly disambiguator: QuestionDisambiguator, private readonly models: { close(): Promise<void> }[], maxBatch: number, readonly kind: string) {
+    this.answerQueue = new BatchQueue((items) => answerReader.read(items), maxBatch)
     this.questionQueue = new BatchQueue((items) => disambiguator.disambiguate(items), maxBatch)
   }
 
   static async open(settings: ReaderSettings, logger?: Logger): Promise<Reader> {
-    const load = (dir: string) => Seq2SeqModel.load(dir, { precision: settings.precision, device: settings.device, threads: settings.threads, ...(logger ? { logger } : {}) })
-    const answerModel = await load(settings.spanseqgen)
-    const questionModel = settings.qd === settings.spanseqgen ? answerModel : await load(settings.qd)
+    const device = { precision: settings.precision, device: settings.device, threads: settings.threads, ...(logger ? { logger } : {}) }
     const generation = settings.numBeams > 0 ? { numBeams: settings.numBeams } : {}
-    const spanSeqGen = new SpanSeqGen(answerModel, { maxInputTokens: settings.maxInputTokens, constrainToPassages: settings.constrainToPassages, generation, readEach: settings.readEach, poolKeep: settings.poolKeep })
-    // Small QD models loop ("do do do"); a repeated trigram is never a minimal rewrite.
-    const disambiguator = new QuestionDisambiguator(questionModel, { maxInputTokens: settings.maxInputTokens, generation: { noRepeatNgramSize: 3, ...generation } })
-    return new Reader(spanSeqGen, disambiguator, [...new Set([answerModel, questionModel])], settings.maxBatch)
+    const questionModel = await Seq2SeqModel.load(settings.qd, device)
+    try {
+      // Small QD models loop ("do do do"); a repeated trigram is never a minimal rewrite.
+      const disambiguator = new QuestionDisambiguator(questionModel, { maxInputTokens: settings.maxInputTokens, generation: { noRepeatNgramSize: 3, ...generation } })
+      if (settings.kind === 'extractive') {
+        const extractive = await ExtractiveReader.load(settings.extractive, device, { keep: settings.keep, minProbability: settings.minProbability, maxAnswers: settings.maxAnswers })
+        return new Reader(extractive, disambiguator, [extractive, questionModel], settings.maxBatch, 'extractive')
+      }
+      const answerModel = settings.qd === settings.spanseqgen ? questionModel : await Seq2SeqModel.load(settings.spanseqgen, device)
+      const spanSeqGen = new SpanSeqGen(answerModel, { maxInputTokens: settings.maxInputTokens, constrainToPassages: settings.constrainToPassages, generation, readEach: settings.readEach, poolKeep: settings.poolKeep })
+      return new Reader(spanSeqGen, disambiguator, [...new Set([answerModel, questionModel])], settings.maxBatch, 'spanseqgen')
+    } catch (error) {
+      await questionModel.close()
+      throw error
+    }
   }
 
   readonly readStage: Stage<Reranked, Read> = {
-    name: 'spanseqgen',
+    name: 'reader',
     run: async (input, signal) => {
       const answers = await this.answerQueue.submit({ question: input.question, passages: input.reranked }, signal)
       return { ...input, answers: answers.map((a) => ({ answer: a.answer, confidence: a.probability, evidence: a.evidence })) }

@@ -52,7 +52,9 @@ const configSchema = z
       .strict(),
     reader: z
       .object({
+        kind: z.enum(['spanseqgen', 'extractive']),
         spanseqgen: z.string().min(1),
+        extractive: z.string().min(1),
         qd: z.string().min(1),
         precision: z.enum(['fp32', 'int8']),
         device: z.enum(['cpu', 'cuda']),
@@ -63,6 +65,9 @@ const configSchema = z
         constrainToPassages: z.boolean(),
         readEach: z.number().int().min(0).max(100),
         poolKeep: z.number().min(0).max(1),
+        keep: z.number().min(0).max(1),
+        minProbability: z.number().min(0).max(1),
+        maxAnswers: z.number().int().min(1).max(100),
       })
       .strict(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) }).strict(),
@@ -97,9 +102,12 @@ export const defaults: Config = {
   // passages (192/256/384/512 for the earlier reader, 256/384 for this one; BENCHMARKS.md).
   // readEach 0 reads the passages together (SpanSeqGen); n reads the top n one at a time and
   // pools the answers, keeping those within poolKeep of the best (opt-in: BENCHMARKS.md).
+  // kind: which reader gives the answer set; extractive (keep, minProbability, maxAnswers) reads
+  // each passage alone and keeps the answers whose probability is within `keep` of the best.
   reader: {
-    spanseqgen: join(DEFAULT_READER_DIR, 'reader'), qd: join(DEFAULT_READER_DIR, 'reader'), precision: 'int8', device: 'cpu',
-    threads: 2, maxBatch: 8, maxInputTokens: 384, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
+    kind: 'spanseqgen', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'reader'),
+    precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
+    keep: 0.3, minProbability: 0, maxAnswers: 5,
   },
   log: { level: 'info' },
 }

@@ -13,6 +13,10 @@ import { EVAL_300_STORE, eval300Sources } from '../eval/eval-300.js'
 import { mineHardNegatives } from '../training/hard-negatives.js'
 import { contextFor, parseNumber } from './context.js'
 
+/** Extractive reader groups: questions per source (SQuAD has 86k, NQ-open gold 2.6k) and negatives each. */
+const READER_PER_SOURCE = 24_000
+const READER_NEGATIVES = 4
+
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
 
 /** Run `python -m ambigqa_train.<module> ...args` in the training venv; returns its exit code. */
@@ -59,6 +63,13 @@ export function registerTrainCommands(program: Command): void {
           })
           ctx.out(`reranker-groups-${part}.jsonl: ${r.groups} questions with ${o.negatives} BM25 hard negatives each (${r.skipped} without enough)`)
         }
+        // The extractive reader trains on the same kind of groups, from many more questions (its
+        // held-out groups are the reranker's: the same questions, as that file is not capped).
+        const r = await mineHardNegatives({
+          retriever, input: join(o.out, 'reranker-train.jsonl'), output: join(o.out, 'reader-groups-train.jsonl'),
+          depth: o.depth, negatives: READER_NEGATIVES, perSource: READER_PER_SOURCE, log: ctx.log,
+        })
+        ctx.out(`reader-groups-train.jsonl: ${r.groups} questions with ${READER_NEGATIVES} BM25 hard negatives each (${r.skipped} without enough)`)
       } finally {
         await retriever.close()
       }

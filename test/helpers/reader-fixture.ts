@@ -1,7 +1,8 @@
-// A tiny real seq2seq model for the reader's tests, made by train/ (`python -m
-// ambigqa_train.fixture`): trained for seconds on a copy task, exported to ONNX (fp32 and int8),
-// with transformers' own generations in reference.json. Built once per version of the Python
-// code that makes it and cached in .cache/; tests skip, saying why, without the training venv.
+// Tiny real models for the readers' tests, made by train/: a seq2seq (`python -m
+// ambigqa_train.fixture`) trained for seconds on a copy task, exported to ONNX (fp32 and int8),
+// with transformers' own generations in reference.json; an extractive reader
+// (`ambigqa_train.extractive_fixture`) with PyTorch's best spans. Built once per version of the
+// Python code that makes them and cached in .cache/; tests skip, saying why, without the venv.
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs'
@@ -20,15 +21,18 @@ function version(): string {
   return hash.digest('hex').slice(0, 16)
 }
 
-export function readerFixture(): Fixture {
-  if (process.env.AMBIGQA_TEST_SKIP_PYTHON === '1') return { dir: undefined, skip: 'AMBIGQA_TEST_SKIP_PYTHON=1: the reader fixture is made by the Python training package' }
-  if (!existsSync(PYTHON)) return { dir: undefined, skip: `needs the training venv (${PYTHON}) to make the reader fixture: run scripts/train-env` }
-  const dir = join(ROOT, '.cache', `reader-fixture-${version()}`)
+export const readerFixture = (): Fixture => pythonFixture('fixture', 'reader-fixture')
+export const extractiveFixture = (): Fixture => pythonFixture('extractive_fixture', 'extractive-fixture')
+
+function pythonFixture(module: string, name: string): Fixture {
+  if (process.env.AMBIGQA_TEST_SKIP_PYTHON === '1') return { dir: undefined, skip: `AMBIGQA_TEST_SKIP_PYTHON=1: the ${name} is made by the Python training package` }
+  if (!existsSync(PYTHON)) return { dir: undefined, skip: `needs the training venv (${PYTHON}) to make the ${name}: run scripts/train-env` }
+  const dir = join(ROOT, '.cache', `${name}-${version()}`)
   if (existsSync(join(dir, 'reference.json'))) return { dir, skip: false }
   // Test files run in parallel: each builds beside the target and the first rename wins.
   const tmp = `${dir}.tmp-${process.pid}`
   mkdirSync(tmp, { recursive: true })
-  const run = spawnSync(PYTHON, ['-m', 'ambigqa_train.fixture', '--out', tmp], {
+  const run = spawnSync(PYTHON, ['-m', `ambigqa_train.${module}`, '--out', tmp], {
     cwd: ROOT,
     env: { ...process.env, PYTHONPATH: join(ROOT, 'train'), HF_HUB_OFFLINE: '1' },
     encoding: 'utf8',
@@ -36,7 +40,7 @@ export function readerFixture(): Fixture {
   })
   if (run.status !== 0) {
     rmSync(tmp, { recursive: true, force: true })
-    throw new Error(`making the reader fixture failed (exit ${run.status}):\n${run.stderr.slice(-3000)}`)
+    throw new Error(`making the ${name} failed (exit ${run.status}):\n${run.stderr.slice(-3000)}`)
   }
   try {
     renameSync(tmp, dir)

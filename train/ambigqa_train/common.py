@@ -74,10 +74,13 @@ def run_steps(
     """The training loop both models share: warm-up/linear LR, clipping, JSON progress lines with
     the rate, and an atomic checkpoint (model, tokenizer, optimizer, step) every save_every steps."""
     steps, step = int(cfg["steps"]), start_step
+    # stop_at ends this run early on the same schedule: a later run with a higher stop_at resumes
+    # it exactly (warm starts are compared at equal examples, then the best one goes on).
+    stop = min(steps, int(cfg.get("stop_at", steps)))
     log_every, save_every = cfg.get("log_every", 10), cfg.get("save_every", 200)
     t0, seen, loss_sum, n_loss, last = time.time(), 0, 0.0, 0, float("nan")
     stream = batches(rows, cfg["batch_size"], seed, step)
-    while step < steps:
+    while step < stop:
         batch = next(stream)
         for g in opt.param_groups:
             g["lr"] = lr_at(step, g.get("base_lr", cfg["lr"]), cfg.get("warmup", 0), steps)
@@ -90,11 +93,11 @@ def run_steps(
         seen += len(batch)
         loss_sum += loss.item()
         n_loss += 1
-        if step % log_every == 0 or step == steps:
+        if step % log_every == 0 or step == stop:
             last = loss_sum / n_loss
             print(json.dumps({"step": step, "loss": round(last, 4), rate_key: round(seen / (time.time() - t0), 2)}), flush=True)
             loss_sum, n_loss = 0.0, 0
-        if step % save_every == 0 or step == steps:
+        if step % save_every == 0 or step == stop:
             save_checkpoint(model, tok, opt, step, ckpt)
     return {"step": step, "loss": last, rate_key: seen / max(1e-9, time.time() - t0)}
 

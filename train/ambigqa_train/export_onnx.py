@@ -12,7 +12,10 @@ decoder_model_merged.onnx (it would silently stay fp32), so the two split decode
 and then merged with optimum's `merge_decoders` (strict=False, as the exporter merges the fp32
 ones): *_quantized.onnx next to the fp32 files, model_quantized.onnx for the cross-encoder.
 
-`python -m ambigqa_train.export_onnx seq2seq <checkpoint> <out> [--no-int8]` (or `cross-encoder`)
+Extractive reader: model.onnx with start_logits, end_logits and relevance_logits.
+
+`python -m ambigqa_train.export_onnx seq2seq <checkpoint> <out> [--no-int8]` (or `cross-encoder`,
+`extractive`)
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ import torch
 from optimum.exporters.onnx import onnx_export_from_model
 from transformers import BartForConditionalGeneration, BertForSequenceClassification, PreTrainedTokenizerFast
 
+from .extractive import ExtractiveReader
 from .train_seq2seq import load_seq2seq
 
 SEQ2SEQ_SPLIT = ("encoder_model", "decoder_model", "decoder_with_past_model")
@@ -76,6 +80,44 @@ def export_cross_encoder(ckpt: Path, out: Path, int8: bool = True) -> None:
     _save_tokenizer(PreTrainedTokenizerFast.from_pretrained(str(ckpt)), out)
     if int8:
         quantize_file(out / "model.onnx", out / f"model{QUANTIZED}.onnx")
+
+
+EXTRACTIVE_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+EXTRACTIVE_OUTPUTS = ("start_logits", "end_logits", "relevance_logits")
+
+
+def export_extractive(ckpt: Path, out: Path, int8: bool = True) -> None:
+    """model.onnx (+ model_quantized.onnx): the three id tensors in, span and selection logits out."""
+    torch.set_num_threads(2)
+    model = ExtractiveReader.from_pretrained(str(ckpt))
+    model.eval()
+    out.mkdir(parents=True, exist_ok=True)
+    tok = PreTrainedTokenizerFast.from_pretrained(str(ckpt))
+    enc = tok(["who wrote it"], ["Title: some passage text"], return_tensors="pt")
+    axes = {0: "batch", 1: "tokens"}
+    torch.onnx.export(
+        model, tuple(enc[k] for k in EXTRACTIVE_INPUTS), str(out / "model.onnx"), dynamo=False,
+        input_names=list(EXTRACTIVE_INPUTS), output_names=list(EXTRACTIVE_OUTPUTS), opset_version=17,
+        dynamic_axes={**{k: axes for k in EXTRACTIVE_INPUTS}, "start_logits": axes, "end_logits": axes, "relevance_logits": {0: "batch"}},
+    )
+    config = model.config.to_dict()
+    config["architectures"] = ["ExtractiveReader"]
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    _save_tokenizer(tok, out)
+    if int8:
+        quantize_file(out / "model.onnx", out / f"model{QUANTIZED}.onnx")
+
+
+def extractive_parity(ckpt: Path, out: Path, pairs: list[tuple[str, str]], name: str = "model.onnx") -> float:
+    """Max abs difference of the three outputs, PyTorch against onnxruntime (padding excluded)."""
+    model = ExtractiveReader.from_pretrained(str(ckpt)).eval()
+    tok = PreTrainedTokenizerFast.from_pretrained(str(ckpt))
+    enc = tok([p[0] for p in pairs], [p[1] for p in pairs], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        want = [t.numpy() for t in model(**{k: enc[k] for k in EXTRACTIVE_INPUTS})]
+    got = session(out / name).run(None, {k: enc[k].numpy() for k in EXTRACTIVE_INPUTS})
+    mask = enc["attention_mask"].numpy().astype(bool)
+    return max(float(np.abs(want[0] - got[0])[mask].max()), float(np.abs(want[1] - got[1])[mask].max()), float(np.abs(want[2] - got[2]).max()))
 
 
 def quantize_file(src: Path, dst: Path) -> None:
@@ -190,13 +232,14 @@ def cross_encoder_parity(ckpt: Path, out: Path, pairs: list[tuple[str, str]]) ->
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="ambigqa_train.export_onnx")
-    ap.add_argument("kind", choices=["seq2seq", "cross-encoder"])
+    ap.add_argument("kind", choices=["seq2seq", "cross-encoder", "extractive"])
     ap.add_argument("checkpoint", type=Path)
     ap.add_argument("out", type=Path)
     ap.add_argument("--int8", action=argparse.BooleanOptionalAction, default=True,
                     help="also write *_quantized.onnx (dynamic int8; default on)")
     a = ap.parse_args(argv)
-    (export_seq2seq if a.kind == "seq2seq" else export_cross_encoder)(a.checkpoint, a.out, int8=a.int8)
+    exporters = {"seq2seq": export_seq2seq, "cross-encoder": export_cross_encoder, "extractive": export_extractive}
+    exporters[a.kind](a.checkpoint, a.out, int8=a.int8)
     print(f"export: {a.out}: {sorted(p.name for p in a.out.iterdir())}")
     print(json.dumps({"onnx_bytes": sizes(a.out)}))
 

@@ -1,0 +1,237 @@
+// The extractive reader (DPR's reader; the AmbigQA paper's "Thresholding + QD" baseline): a BERT
+// encoder reads `[CLS] question [SEP] title: text [SEP]` for each of the top passages on its own
+// and scores every passage (selection) and every span of whole words (start + end). Answers are
+// spans merged by their normalised text across passages; the answer set is every answer whose
+// probability is within `keep` of the best one's, and nothing when even the best is under
+// `minProbability` (an honest "not in these passages" beats a wrong answer).
+// Scores are computed exactly as train/ambigqa_train/extractive.py `best_spans` computes them.
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import ort from 'onnxruntime-node'
+import type { RetrievedPassage } from '../retriever/retriever.js'
+import { containsTokens, hasAnswer } from '../src/eval/has-answer.js'
+import { normalizeAnswer } from '../src/eval/normalize-answer.js'
+import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../src/errors.js'
+import type { Logger } from '../src/log.js'
+import { createSession, type Device } from './onnx-session.js'
+import { Seq2SeqTokenizer } from './seq2seq-tokenizer.js'
+import type { PredictedAnswer, ReadingQuestion } from './span-seq-gen.js'
+import { WordPieceCache, type PiecedText } from './word-pieces.js'
+
+const HOW_TO_BUILD = 'scripts/train-defaults (or: ambigqa train export extractive <checkpoint> <out>)'
+const OUTPUTS = ['start_logits', 'end_logits', 'relevance_logits'] as const
+
+export interface ExtractiveOptions {
+  /** Tokens of one question + passage input (the length the model was trained at). */
+  maxInputTokens: number
+  maxQuestionTokens: number
+  /** Longest answer, in word pieces. */
+  maxAnswerTokens: number
+  /** Passages per ONNX run. */
+  batchSize: number
+  /** An answer is kept when its probability reaches this share of the best answer's. */
+  keep: number
+  /** No answer at all when the best answer's probability is under this. */
+  minProbability: number
+  maxAnswers: number
+}
+
+export const defaultExtractiveOptions: ExtractiveOptions = {
+  maxInputTokens: 256, maxQuestionTokens: 64, maxAnswerTokens: 10, batchSize: 16, keep: 0.3, minProbability: 0, maxAnswers: 5,
+}
+
+/** A span of one passage: where it lies in the passage's input text and its log score. */
+export interface ScoredSpan { passage: number; start: number; end: number; text: string; score: number }
+
+interface Input { ids: number[]; typeIds: number[]; pieced: PiecedText; passageStart: number }
+
+interface Logits { start: Float32Array; end: Float32Array; relevance: number; length: number }
+
+export interface ExtractiveLoadOptions { precision?: 'fp32' | 'int8'; device?: Device; threads?: number; logger?: Logger }
+
+export class ExtractiveReader {
+  readonly options: ExtractiveOptions
+  private readonly pieces: WordPieceCache
+  private readonly cls: number
+  private readonly sep: number
+  private readonly pad: number
+
+  private constructor(readonly dir: string, private readonly session: ort.InferenceSession, readonly tokenizer: Seq2SeqTokenizer, options: Partial<ExtractiveOptions>) {
+    this.options = { ...defaultExtractiveOptions, ...options }
+    this.pieces = new WordPieceCache(tokenizer)
+    const id = (token: string) => {
+      const value = tokenizer.tokenId(token)
+      if (value === undefined) throw ERR_MODEL_INVALID(join(dir, 'tokenizer.json'), `has no ${token} token`, `Re-export the model with \`${HOW_TO_BUILD}\``)
+      return value
+    }
+    this.cls = id('[CLS]')
+    this.sep = id('[SEP]')
+    this.pad = id('[PAD]')
+  }
+
+  static async load(dir: string, load: ExtractiveLoadOptions = {}, options: Partial<ExtractiveOptions> = {}): Promise<ExtractiveReader> {
+    const file = join(dir, load.precision === 'fp32' ? 'model.onnx' : 'model_quantized.onnx')
+    for (const path of [file, join(dir, 'tokenizer.json')]) if (!existsSync(path)) throw ERR_MODEL_MISSING(path, HOW_TO_BUILD)
+    const session = await createSession(file, { device: load.device ?? 'cpu', threads: load.threads ?? 2, graphOptimization: 'all', ...(load.logger ? { logger: load.logger } : {}) })
+    const missing = OUTPUTS.filter((o) => !session.outputNames.includes(o))
+    if (missing.length > 0) {
+      await session.release()
+      throw ERR_MODEL_INVALID(file, `has no output ${missing.join(', ')} (an extractive reader gives ${OUTPUTS.join(', ')})`, `Re-export the model with \`${HOW_TO_BUILD}\``)
+    }
+    return new ExtractiveReader(dir, session, Seq2SeqTokenizer.load(dir), options)
+  }
+
+  /** `[CLS] question [SEP] title: text [SEP]`, the passage cut to fit (truncation="only_second"). */
+  input(question: string, passage: { title: string; text: string }): Input {
+    const q = this.tokenizer.encodePlain(question).slice(0, this.options.maxQuestionTokens)
+    const passageStart = q.length + 2
+    const pieced = this.pieces.encode(`${passage.title}: ${passage.text}`, Math.max(0, this.options.maxInputTokens - passageStart - 1))
+    const ids = [this.cls, ...q, this.sep, ...pieced.ids, this.sep]
+    const typeIds = ids.map((_, i) => (i < passageStart ? 0 : 1))
+    return { ids, typeIds, pieced, passageStart }
+  }
+
+  async read(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<PredictedAnswer[][]> {
+    const spans = await this.spans(items, signal)
+    return items.map((item, i) => this.answerSet(item, spans[i]!))
+  }
+
+  /** Every question's best spans (a few per passage), best first. */
+  async spans(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<ScoredSpan[][]> {
+    const inputs = items.map((item) => item.passages.map((p) => this.input(item.question, p)))
+    const flat = inputs.flat()
+    const logits = await this.run(flat, signal)
+    let at = 0
+    return inputs.map((question) => {
+      const mine = logits.slice(at, at + question.length)
+      at += question.length
+      return this.scoreSpans(question, mine)
+    })
+  }
+
+  /** Runs the model over inputs in batches of similar length; logits in input order. */
+  private async run(inputs: Input[], signal?: AbortSignal): Promise<Logits[]> {
+    const order = inputs.map((_, i) => i).sort((a, b) => inputs[a]!.ids.length - inputs[b]!.ids.length)
+    const out = new Array<Logits>(inputs.length)
+    for (let b = 0; b < order.length; b += this.options.batchSize) {
+      signal?.throwIfAborted()
+      const batch = order.slice(b, b + this.options.batchSize)
+      const length = Math.max(...batch.map((i) => inputs[i]!.ids.length))
+      const ids = new BigInt64Array(batch.length * length).fill(BigInt(this.pad))
+      const mask = new BigInt64Array(batch.length * length)
+      const types = new BigInt64Array(batch.length * length)
+      batch.forEach((i, row) => {
+        const x = inputs[i]!
+        x.ids.forEach((t, j) => {
+          ids[row * length + j] = BigInt(t)
+          mask[row * length + j] = 1n
+          types[row * length + j] = BigInt(x.typeIds[j]!)
+        })
+      })
+      const shape = [batch.length, length]
+      const result = await this.session.run({
+        input_ids: new ort.Tensor('int64', ids, shape), attention_mask: new ort.Tensor('int64', mask, shape), token_type_ids: new ort.Tensor('int64', types, shape),
+      })
+      const start = result.start_logits!.data as Float32Array
+      const end = result.end_logits!.data as Float32Array
+      const relevance = result.relevance_logits!.data as Float32Array
+      batch.forEach((i, row) => {
+        out[i] = { start: start.slice(row * length, (row + 1) * length), end: end.slice(row * length, (row + 1) * length), relevance: relevance[row]!, length: inputs[i]!.ids.length }
+      })
+    }
+    return out
+  }
+
+  /**
+   * log P(passage) (softmax of the selection scores over the passages read) + start + end, with
+   * start and end log-softmaxed over the spans' tokens of every passage at once; a span starts at
+   * a word's first piece and ends at a word's last. The 5 best spans of each passage.
+   */
+  private scoreSpans(inputs: Input[], logits: Logits[]): ScoredSpan[] {
+    if (inputs.length === 0) return []
+    const passageLp = logSoftmax(logits.map((l) => l.relevance))
+    const startOk = (x: Input, t: number) => { const k = t - x.passageStart; return k >= 0 && k < x.pieced.ids.length && (k === 0 || x.pieced.wordOf[k - 1] !== x.pieced.wordOf[k]) }
+    const endOk = (x: Input, t: number) => { const k = t - x.passageStart; return k >= 0 && k < x.pieced.ids.length && (k + 1 === x.pieced.ids.length || x.pieced.wordOf[k + 1] !== x.pieced.wordOf[k]) }
+    const startNorm = logSumExpOver(inputs, logits, (l) => l.start, startOk)
+    const endNorm = logSumExpOver(inputs, logits, (l) => l.end, endOk)
+    const spans: ScoredSpan[] = []
+    inputs.forEach((x, p) => {
+      const l = logits[p]!
+      const best: ScoredSpan[] = []
+      for (let i = x.passageStart; i < x.passageStart + x.pieced.ids.length; i++) {
+        if (!startOk(x, i)) continue
+        for (let j = i; j < Math.min(i + this.options.maxAnswerTokens, x.passageStart + x.pieced.ids.length); j++) {
+          if (!endOk(x, j)) continue
+          const score = l.start[i]! - startNorm + l.end[j]! - endNorm + passageLp[p]!
+          if (best.length < 5 || score > best[best.length - 1]!.score) {
+            const words = x.pieced.words
+            const first = words[x.pieced.wordOf[i - x.passageStart]!]!
+            const last = words[x.pieced.wordOf[j - x.passageStart]!]!
+            best.push({ passage: p, start: first.start, end: last.end, text: x.pieced.text.slice(first.start, last.end), score })
+            best.sort((a, b) => b.score - a.score)
+            if (best.length > 5) best.pop()
+          }
+        }
+      }
+      spans.push(...best)
+    })
+    return spans.sort((a, b) => b.score - a.score)
+  }
+
+  /**
+   * Spans merged by normalised text (probabilities summed over passages), best first; those under
+   * `keep` of the best dropped, and an answer whose words lie inside a better one's (the same
+   * answer cut short); nothing when the best is under `minProbability`.
+   */
+  answerSet(item: ReadingQuestion, spans: readonly ScoredSpan[]): PredictedAnswer[] {
+    const merged = new Map<string, { text: string; probability: number; passages: Set<number> }>()
+    for (const span of spans) {
+      const key = normalizeAnswer(span.text)
+      if (key.length === 0) continue
+      const entry = merged.get(key)
+      if (entry) {
+        entry.probability += Math.exp(span.score)
+        entry.passages.add(span.passage)
+      } else {
+        merged.set(key, { text: span.text, probability: Math.exp(span.score), passages: new Set([span.passage]) })
+      }
+    }
+    const ranked = [...merged.values()].sort((a, b) => b.probability - a.probability)
+    const best = ranked[0]?.probability ?? 0
+    if (best === 0 || best < this.options.minProbability) return []
+    const kept: { text: string; probability: number; passages: Set<number>; words: string[] }[] = []
+    for (const answer of ranked) {
+      if (kept.length >= this.options.maxAnswers || answer.probability < this.options.keep * best) break
+      const words = normalizeAnswer(answer.text).split(' ')
+      if (kept.some((k) => k.words.length > words.length && containsTokens(k.words, words))) continue
+      kept.push({ ...answer, words })
+    }
+    return kept.map((a) => {
+      // Evidence: every passage read that holds the answer (DPR's match), else the ones it came from.
+      const holding = item.passages.filter((p) => hasAnswer(`${p.title} ${p.text}`, [a.text]))
+      const evidence = holding.length > 0 ? holding : [...a.passages].sort((x, y) => x - y).map((p) => item.passages[p]!)
+      return { answer: a.text, probability: Math.min(1, a.probability), evidence }
+    })
+  }
+
+  async close(): Promise<void> {
+    await this.session.release()
+  }
+}
+
+function logSoftmax(values: readonly number[]): number[] {
+  const max = Math.max(...values)
+  const norm = max + Math.log(values.reduce((s, v) => s + Math.exp(v - max), 0))
+  return values.map((v) => v - norm)
+}
+
+/** log Σ exp(logit) over the allowed tokens of every input (the others are masked, as in training). */
+function logSumExpOver(inputs: Input[], logits: Logits[], pick: (l: Logits) => Float32Array, allowed: (x: Input, t: number) => boolean): number {
+  const values: number[] = []
+  inputs.forEach((x, p) => {
+    const l = pick(logits[p]!)
+    for (let t = 0; t < logits[p]!.length; t++) if (allowed(x, t)) values.push(l[t]!)
+  })
+  const max = Math.max(...values)
+  return max + Math.log(values.reduce((s, v) => s + Math.exp(v - max), 0))
+}

@@ -1,0 +1,97 @@
+// The extractive reader against PyTorch: a tiny real model made and exported by train/
+// (ambigqa_train.extractive_fixture) whose reference.json holds the inputs and the best spans
+// that train/ambigqa_train/extractive.py computes; and the answer set it builds from spans.
+import assert from 'node:assert/strict'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, test } from 'node:test'
+import { ExtractiveReader, type ScoredSpan } from '../reader/extractive-reader.js'
+import { splitWords } from '../reader/word-pieces.js'
+import { isAmbigqaError } from '../src/errors.js'
+import { extractiveFixture } from './helpers/reader-fixture.js'
+
+interface Reference {
+  max_len: number
+  cases: { question: string; passages: { title: string; text: string }[]; input_ids: number[][]; spans: { passage: number; text: string; score: number }[] }[]
+}
+
+const fixture = extractiveFixture()
+let reference: Reference
+let reader: ExtractiveReader
+
+before(async () => {
+  if (fixture.skip) return
+  reference = JSON.parse(readFileSync(join(fixture.dir!, 'reference.json'), 'utf8')) as Reference
+  reader = await ExtractiveReader.load(fixture.dir!, { precision: 'fp32' }, { maxInputTokens: reference.max_len })
+})
+after(async () => { await reader?.close() })
+
+const passages = (c: Reference['cases'][number]) => c.passages.map((p, i) => ({ id: `p${i}`, title: p.title, text: p.text, score: 1 }))
+
+test('splitWords: whitespace, each punctuation and CJK character alone, with offsets', () => {
+  const text = 'Café Zé: $5.00 (東京)'
+  const words = splitWords(text).map((w) => text.slice(w.start, w.end))
+  assert.deepEqual(words, ['Café', 'Zé', ':', '$', '5', '.', '00', '(', '東', '京', ')'])
+})
+
+test('inputs are the token ids PyTorch read, truncation included', { skip: fixture.skip }, () => {
+  assert.ok(reference.cases.length > 0)
+  for (const c of reference.cases) {
+    assert.ok(c.input_ids.length > 0)
+    c.passages.forEach((p, i) => assert.deepEqual(reader.input(c.question, p).ids, c.input_ids[i], `${c.question} / ${p.title}`))
+  }
+})
+
+test('spans and scores equal PyTorch best_spans', { skip: fixture.skip }, async () => {
+  const spans = await reader.spans(reference.cases.map((c) => ({ question: c.question, passages: passages(c) })))
+  reference.cases.forEach((c, i) => {
+    assert.ok(c.spans.length > 0)
+    const ours = spans[i]!.slice(0, c.spans.length)
+    assert.deepEqual(ours.map((s) => [s.passage, s.text]), c.spans.map((s) => [s.passage, s.text]), c.question)
+    ours.forEach((s, j) => assert.ok(Math.abs(s.score - c.spans[j]!.score) < 1e-3, `${s.text}: ${s.score} vs ${c.spans[j]!.score}`))
+  })
+})
+
+test('a batch of questions reads as each question alone', { skip: fixture.skip }, async () => {
+  const items = reference.cases.map((c) => ({ question: c.question, passages: passages(c) }))
+  const together = await reader.spans(items)
+  for (const [i, item] of items.entries()) {
+    const [alone] = await reader.spans([item])
+    assert.deepEqual(alone!.map((s) => s.text), together[i]!.map((s) => s.text))
+  }
+})
+
+test('answer set: spans merged by normalised text, kept within `keep` of the best, with evidence', { skip: fixture.skip }, () => {
+  const item = { question: 'q', passages: [{ id: 'a', title: 'A', text: 'the Oakland Athletics won', score: 1 }, { id: 'b', title: 'B', text: 'Oakland Athletics and Giants', score: 1 }] }
+  const span = (passage: number, text: string, p: number): ScoredSpan => ({ passage, start: 0, end: 0, text, score: Math.log(p) })
+  const spans = [span(0, 'Oakland Athletics', 0.3), span(1, 'the Oakland Athletics', 0.2), span(1, 'Giants', 0.2), span(1, 'Athletics', 0.1), span(0, 'won', 0.01)]
+  const answers = reader.answerSet(item, spans)
+  // "the Oakland Athletics" merges into the first (0.5); "Athletics" lies inside it; "won" is under keep.
+  assert.deepEqual(answers.map((a) => a.answer), ['Oakland Athletics', 'Giants'])
+  assert.ok(Math.abs(answers[0]!.probability - 0.5) < 1e-9)
+  assert.deepEqual(answers[0]!.evidence.map((p) => p.id), ['a', 'b'])
+  assert.deepEqual(answers[1]!.evidence.map((p) => p.id), ['b'])
+})
+
+test('answer set: nothing when the best answer is under minProbability', { skip: fixture.skip }, async () => {
+  const strict = await ExtractiveReader.load(fixture.dir!, { precision: 'fp32' }, { minProbability: 0.99 })
+  try {
+    const c = reference.cases[0]!
+    const [answers] = await strict.read([{ question: c.question, passages: passages(c) }])
+    assert.deepEqual(answers, [])
+    const [some] = await reader.read([{ question: c.question, passages: passages(c) }])
+    assert.ok(some!.length > 0 && some!.every((a) => a.evidence.length > 0))
+  } finally {
+    await strict.close()
+  }
+})
+
+test('a folder without the model is a coded error naming the command that builds it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ambigqa-extractive-'))
+  try {
+    await assert.rejects(ExtractiveReader.load(dir), (e: unknown) => isAmbigqaError(e) && e.code === 'AMBIGQA_ERR_MODEL_MISSING' && /train-defaults/.test(e.message))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -1,0 +1,122 @@
+"""Train the extractive reader (`extractive.py`) from a config file and a seed, and measure it.
+
+`python -m ambigqa_train.train_extractive train --config train/configs/extractive.json --seed 0`
+`python -m ambigqa_train.train_extractive eval <checkpoint> [--data heldout.jsonl] [--n 300]`
+
+Config keys: out, warm_start (a folder name under models/encoders: e5-small-v2, bge-small-en-v1.5,
+all-minilm-l6-v2; fp32, fetched by scripts/assets), train_file (reader-groups-train.jsonl),
+limit, nq_repeat (NQ-open groups repeated: their questions are AmbigNQ's kind, SQuAD's are not),
+max_len, words (each passage cut to this many words, as serving reads 100-word passages),
+negatives, batch_size (groups), lr, warmup, steps, log_every, save_every.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import PreTrainedTokenizerFast
+
+from .common import load_config, read_jsonl, run_steps, setup
+from .extractive import ExtractiveReader, best_spans, encode, from_encoder, group_loss, group_passages
+from .onnx_weights import recover_bert
+
+
+def training_rows(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
+    rows = read_jsonl(Path(cfg["train_file"]), cfg.get("limit"))
+    repeat = int(cfg.get("nq_repeat", 1))
+    rows = [r for r in rows for _ in range(repeat if r["source"] == "nq-gold" else 1)]
+    random.Random(seed).shuffle(rows)
+    return rows
+
+
+def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
+    setup(seed)
+    ckpt = Path(cfg["out"]) / f"seed-{seed}" / "checkpoint"
+    rows = training_rows(cfg, seed)
+    state: dict[str, Any] = {"step": 0}
+    if (ckpt / "state.pt").exists():
+        model = ExtractiveReader.from_pretrained(str(ckpt))
+        tok = PreTrainedTokenizerFast.from_pretrained(str(ckpt))
+        state = torch.load(ckpt / "state.pt", weights_only=False)
+        print(f"train: resuming {ckpt} at step {state['step']}", flush=True)
+    else:
+        bert, tok = recover_bert(cfg["warm_start"])
+        model = from_encoder(bert, seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
+    if "optimizer" in state:
+        opt.load_state_dict(state["optimizer"])
+    model.train()
+    negatives, max_len, words = int(cfg["negatives"]), int(cfg["max_len"]), int(cfg.get("words", 100))
+    return run_steps(model, tok, opt, rows, cfg, seed, int(state["step"]), ckpt,
+                     lambda batch: group_loss(model, tok, batch, negatives, max_len, words), "groups_per_s")
+
+
+def normalize(s: str) -> str:
+    import string
+    import re
+
+    s = "".join(c for c in s.lower() if c not in set(string.punctuation))
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+@torch.no_grad()
+def evaluate(ckpt: Path, data: Path, n: int, max_len: int = 256, words: int = 100) -> dict[str, float]:
+    """On held-out groups: exact match of the best span on the gold passage alone, among the gold
+    passage and 2 hard negatives, and among all of the group's; selection accuracy of the group."""
+    torch.set_num_threads(2)
+    model = ExtractiveReader.from_pretrained(str(ckpt)).eval()
+    tok = PreTrainedTokenizerFast.from_pretrained(str(ckpt))
+    groups = read_jsonl(data, n)
+    hits = {"em_gold": 0, "em_gold_2neg": 0, "em_group": 0, "selection": 0}
+    t0 = time.time()
+    for g in groups:
+        texts, _ = group_passages(g, 3, words)
+        enc = encode(tok, [g["question"]] * len(texts), texts, max_len)
+        start, end, relevance = model(**enc.features)
+        gold = {normalize(a) for a in g["answers"]}
+        for key, k in (("em_gold", 1), ("em_gold_2neg", 3), ("em_group", len(texts))):
+            sub = encode_slice(enc, k)
+            spans = best_spans(sub, start[:k], end[:k], relevance[:k], top=1)
+            hits[key] += bool(spans) and normalize(spans[0].text) in gold
+        hits["selection"] += int(relevance.argmax()) == 0
+    out = {k: round(100 * v / max(1, len(groups)), 1) for k, v in hits.items()}
+    out["n"] = len(groups)
+    out["seconds"] = round(time.time() - t0, 1)
+    return out
+
+
+def encode_slice(enc: Any, k: int) -> Any:
+    from .extractive import Encoded
+
+    return Encoded({key: v[:k] for key, v in enc.features.items()}, enc.span_mask[:k], enc.word_start[:k], enc.word_end[:k], enc.offsets[:k], enc.texts[:k])
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="ambigqa_train.train_extractive")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("train")
+    t.add_argument("--config", type=Path, required=True)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--stop-at", type=int, help="stop after this step (the schedule stays the config's)")
+    e = sub.add_parser("eval")
+    e.add_argument("checkpoint", type=Path)
+    e.add_argument("--data", type=Path, default=Path("data/train/reranker-groups-heldout.jsonl"))
+    e.add_argument("--n", type=int, default=300)
+    a = ap.parse_args(argv)
+    if a.cmd == "train":
+        cfg = load_config(a.config)
+        if a.stop_at is not None:
+            cfg["stop_at"] = a.stop_at
+        print(json.dumps(train(cfg, a.seed)))
+    else:
+        print(json.dumps(evaluate(a.checkpoint, a.data, a.n)))
+
+
+if __name__ == "__main__":
+    main()
