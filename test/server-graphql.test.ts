@@ -168,3 +168,27 @@ test('every numeric argument is bounded by server.maxK with a coded error that r
   assert.equal(fine.body.data.search.length, 34, 'every passage that matches, fewer than k')
   await instance.close()
 })
+
+test('a request the queue cannot serve before its deadline is refused at the door with 503, not left to time out with 504', async () => {
+  let calls = 0
+  const real = pipeline.stages.retriever
+  const slow = new Pipeline({ retriever: { name: 'slow', close: async () => {}, search: async (q, k) => { calls++; await new Promise((r) => setTimeout(r, 40)); return real.search(q, k) } } })
+  const instance = await app({ concurrency: 1, queue: 1000, timeoutMs: 3000 }, slow)
+  const query = '{ search(question: "harry potter film release", k: 5) { id } }'
+  // One request alone first: the server learns what a search costs.
+  assert.equal((await gql(instance, query)).status, 200)
+  calls = 0
+  // 200 × 40 ms of work against a 3 s deadline, one at a time: most cannot be served in time.
+  const many = await Promise.all(Array.from({ length: 200 }, () => gql(instance, query)))
+  const answered = many.filter((r) => r.status === 200)
+  const refused = many.filter((r) => code(r.body) === 'AMBIGQA_ERR_OVERLOADED')
+  assert.equal(many.filter((r) => code(r.body) === 'AMBIGQA_ERR_TIMEOUT').length, 0, 'no 504')
+  assert.ok(answered.length > 0 && refused.length > 0, `${answered.length} answered, ${refused.length} refused`)
+  assert.equal(answered.length + refused.length, many.length)
+  assert.equal(calls, answered.length, 'a refused request never ran')
+  for (const r of refused) {
+    assert.equal(r.status, 503)
+    assert.match(r.body.errors![0]!.message, /would not leave this one time to finish before its deadline/)
+  }
+  await instance.close()
+})

@@ -10,6 +10,8 @@ interface Waiting { field: string; admit: (slot: Running) => void; refuse: (reas
 
 /** Weight of the newest duration in the running average. */
 const NEWEST = 0.2
+/** Durations vary: admit only what the estimate says will finish with a fifth of it to spare. */
+const MARGIN = 1.2
 
 export class Limiter {
   private readonly running = new Set<Running>()
@@ -72,7 +74,7 @@ export class Limiter {
     let ahead = 0
     for (const r of this.running) ahead += Math.max(0, (this.averageMs.get(r.field) ?? own) - (now - r.started))
     for (const w of this.waiting) ahead += this.averageMs.get(w.field) ?? own
-    const expected = ahead / this.concurrency + own
+    const expected = (ahead / this.concurrency + own) * MARGIN
     if (now + expected > deadline) {
       throw ERR_OVERLOADED(`the ${this.inFlight} requests ahead would not leave this one time to finish before its deadline (about ${Math.round(expected)} ms needed, ${Math.max(0, Math.round(deadline - now))} ms left)`)
     }
