@@ -8,6 +8,7 @@
 // Ends with the soak as a BENCHMARKS.md row: clients, seconds, answers, 503s, 504s, other errors, peak MB.
 import autocannon from 'autocannon'
 import { loadConfig } from '../src/config.js'
+import { limitsOf } from '../src/server/app.js'
 import { startServer } from '../src/server/start.js'
 
 const store = process.argv[2] ?? 'data/demo'
@@ -18,7 +19,8 @@ if (field !== 'ask' && field !== 'search') throw new Error(`field must be ask or
 const questions = ['when did the harry potter movie come out', 'who sings i\'m coming out', 'who played the doctor in dexter season 1', 'how many episodes are in season 2 of the crown']
 
 const config = loadConfig({ flags: { store, 'log.level': 'warn' } })
-const { host: _host, port: _port, bodyLimit, ...limits } = config.server
+const { bodyLimit } = config.server
+const limits = limitsOf(config.server)
 const app = await startServer(config, { host: '127.0.0.1', port: 0, bodyLimit, logLevel: 'warn', limits })
 const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/graphql`
 let i = 0

@@ -27,6 +27,11 @@ export const defaultLimits: ServerLimits = {
   maxCost: defaults.server.maxCost, concurrency: defaults.server.concurrency, queue: defaults.server.queue, timeoutMs: defaults.server.timeoutMs,
 }
 
+/** The request limits among the server settings (not the token, hosts or roots). */
+export function limitsOf(server: Config['server']): ServerLimits {
+  return Object.fromEntries(Object.keys(defaultLimits).map((key) => [key, server[key as keyof ServerLimits]])) as unknown as ServerLimits
+}
+
 export interface ServerOptions {
   pipeline: Pipeline
   /** Where passage(id) and health read: the store or index the retriever searches. */
