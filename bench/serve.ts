@@ -1,10 +1,14 @@
 // Load on loopback against the GraphQL `ask` field (the whole pipeline with the default models) or
-// `search` (retrieval only): throughput and p50/p99 at concurrency 1, 8, 64, then 200 clients for
-// a soak whose only errors must be explicit overloads, with the server's memory sampled throughout.
+// `search` (retrieval only): throughput and p50/p99 at concurrency 1, 8, 64 (skipped when
+// seconds-per-level is 0), then 200 clients for a soak whose only errors must be explicit
+// overloads (503, refused at the door): 504s and other errors should be 0. Memory is the peak
+// RSS of this process, which holds the server and the load generator both.
 // Clients wait up to 40 s, longer than the server's own 30 s deadline, so every answer is counted.
 // Usage: node dist/bench/serve.js [store] [seconds-per-level] [soak-seconds] [ask|search]
+// Ends with the soak as a BENCHMARKS.md row: clients, seconds, answers, 503s, 504s, other errors, peak MB.
 import autocannon from 'autocannon'
 import { loadConfig } from '../src/config.js'
+import { limitsOf } from '../src/server/app.js'
 import { startServer } from '../src/server/start.js'
 
 const store = process.argv[2] ?? 'data/demo'
@@ -15,7 +19,8 @@ if (field !== 'ask' && field !== 'search') throw new Error(`field must be ask or
 const questions = ['when did the harry potter movie come out', 'who sings i\'m coming out', 'who played the doctor in dexter season 1', 'how many episodes are in season 2 of the crown']
 
 const config = loadConfig({ flags: { store, 'log.level': 'warn' } })
-const { host: _host, port: _port, bodyLimit, ...limits } = config.server
+const { bodyLimit } = config.server
+const limits = limitsOf(config.server)
 const app = await startServer(config, { host: '127.0.0.1', port: 0, bodyLimit, logLevel: 'warn', limits })
 const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/graphql`
 let i = 0
@@ -27,7 +32,9 @@ const body = () => JSON.stringify({
 })
 
 async function run(connections: number, duration: number) {
+  let answers = 0
   let overloaded = 0
+  let timedOut = 0
   let otherErrors = 0
   let maxRss = 0
   const sampler = setInterval(() => { maxRss = Math.max(maxRss, process.memoryUsage().rss) }, 250)
@@ -35,20 +42,27 @@ async function run(connections: number, duration: number) {
     url, connections, duration, timeout: 40, method: 'POST', headers: { 'content-type': 'application/json' },
     requests: [{ setupRequest: (request) => ({ ...request, body: body() }), onResponse: (status, responseBody) => {
       if (status === 503 && responseBody.includes('AMBIGQA_ERR_OVERLOADED')) overloaded++
+      else if (status === 504 && responseBody.includes('AMBIGQA_ERR_TIMEOUT')) timedOut++
       else if (status !== 200 || responseBody.includes('"errors"')) otherErrors++
+      else answers++
     } }],
   })
   clearInterval(sampler)
   return {
     connections, seconds: duration, requestsPerSecond: Math.round(result.requests.average),
-    p50Ms: result.latency.p50, p99Ms: result.latency.p99, ok: result['2xx'], overloaded, otherErrors,
+    p50Ms: result.latency.p50, p99Ms: result.latency.p99, answers, overloaded503: overloaded, timeouts504: timedOut, otherErrors,
     transportErrors: result.errors + result.timeouts, maxRssMB: Math.round(maxRss / 1e6),
   }
 }
 
 const rows = []
-for (const c of [1, 8, 64]) rows.push(await run(c, seconds))
+if (seconds > 0) for (const c of [1, 8, 64]) rows.push(await run(c, seconds))
 if (soakSeconds > 0) rows.push(await run(200, soakSeconds))
-console.log(JSON.stringify({ store, field, retriever: config.retriever, reader: config.reader, rows }, null, 2))
+console.log(JSON.stringify({ store, field, retriever: config.retriever, reader: config.reader, limits, rows }, null, 2))
+const soak = rows.find((r) => r.connections === 200)
+if (soak) {
+  console.log('| clients | seconds | answers | 503 (refused) | 504 | other errors | peak RSS MB |')
+  console.log(`| ${soak.connections} | ${soak.seconds} | ${soak.answers} | ${soak.overloaded503} | ${soak.timeouts504} | ${soak.otherErrors + soak.transportErrors} | ${soak.maxRssMB} |`)
+}
 await app.close()
 process.exit(0)

@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Tokenizer } from '@huggingface/tokenizers'
-import ort from 'onnxruntime-node'
+import ort from '../src/onnx-runtime.js'
 import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../src/errors.js'
 import type { Reranked, Reranker, Retrieved } from '../src/pipeline/pipeline.js'
 import { createSession, defaultSessionOptions, type SessionOptions } from '../reader/onnx-session.js'

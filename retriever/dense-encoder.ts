@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Tokenizer } from '@huggingface/tokenizers'
-import ort from 'onnxruntime-node'
+import ort from '../src/onnx-runtime.js'
 import { ERR_MODEL_MISSING, ERR_USAGE } from '../src/errors.js'
 
 interface Conventions {

@@ -2,10 +2,10 @@
 // bookkeeping that makes a build resumable. A store is usable only once its state is 'ready';
 // anything else is an interrupted or failed build that the next build resumes.
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
-import { takePidLock } from '../src/pid-lock.js'
+import { lockHolder, releasePidLock, takePidLock } from '../src/pid-lock.js'
 import { ERR_STORE_BUSY, ERR_STORE_CORRUPT, ERR_STORE_INCOMPLETE, ERR_STORE_NOT_FOUND } from '../src/errors.js'
 import type { Passage } from '../index/passage.js'
 
@@ -79,7 +79,7 @@ export class PassageStore {
       store.setState('building')
       return store
     } catch (err) {
-      rmSync(lockPath, { force: true })
+      releasePidLock(lockPath)
       throw err
     }
   }
@@ -105,7 +105,7 @@ export class PassageStore {
     try {
       db = openDatabase(abs, !write)
     } catch (err) {
-      if (lockPath) rmSync(lockPath, { force: true })
+      if (lockPath) releasePidLock(lockPath)
       throw err
     }
     const store = new PassageStore(abs, db, lockPath)
@@ -132,7 +132,16 @@ export class PassageStore {
   static openForInspection(dir: string): PassageStore {
     const abs = resolve(dir)
     if (!existsSync(join(abs, STORE_FILE))) throw ERR_STORE_NOT_FOUND(abs)
-    return new PassageStore(abs, openDatabase(abs, true), null)
+    const store = new PassageStore(abs, openDatabase(abs, true), null)
+    try {
+      // An empty or foreign SQLite file opens fine; without our tables every query would fail.
+      const version = store.meta('schema_version')
+      if (version !== SCHEMA_VERSION) throw ERR_STORE_CORRUPT(abs, `store schema ${version ?? 'unknown'}, this program reads ${SCHEMA_VERSION}`)
+    } catch (err) {
+      store.close()
+      throw asStoreError(err, abs)
+    }
+    return store
   }
 
   meta(key: string): string | undefined {
@@ -193,8 +202,21 @@ export class PassageStore {
       if (this.lockPath) this.db.pragma('wal_checkpoint(TRUNCATE)')
       this.db.close()
     }
-    if (this.lockPath) rmSync(this.lockPath, { force: true })
+    if (this.lockPath) releasePidLock(this.lockPath)
   }
+}
+
+/** SQLite's own words for a damaged file: reported as the store's problem, never as an internal error. */
+export function isSqliteCorruption(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  if (typeof code !== 'string' || (err as Error).name !== 'SqliteError') return false
+  // SQLITE_ERROR is also a wrong query (a bug); only a missing table or column is the file's fault.
+  return /^SQLITE_(CORRUPT|NOTADB)/.test(code) || (code === 'SQLITE_ERROR' && /^no such (table|column)/.test((err as Error).message))
+}
+
+/** `err` as an AmbigqaError about the store at `dir` when SQLite found the file damaged; else unchanged. */
+export function asStoreError(err: unknown, dir: string): unknown {
+  return isSqliteCorruption(err) ? ERR_STORE_CORRUPT.withCause(err, dir, (err as Error).message) : err
 }
 
 function openDatabase(dir: string, readonly: boolean): Database.Database {
@@ -213,6 +235,11 @@ function openDatabase(dir: string, readonly: boolean): Database.Database {
   }
 }
 
+/** The pid of a live process (this one included) writing the store at `dir`, if any. */
+export function buildLockHolder(dir: string): number | undefined {
+  return lockHolder(join(resolve(dir), LOCK_FILE))
+}
+
 function takeLock(dir: string, lockPath: string): void {
-  takePidLock(lockPath, (pid) => { throw ERR_STORE_BUSY(dir, pid) })
+  takePidLock(lockPath, (pid) => { throw ERR_STORE_BUSY(dir, pid === process.pid ? `another writer in this process (${pid})` : `process ${pid}`) })
 }

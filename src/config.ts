@@ -45,8 +45,17 @@ const configSchema = z
         concurrency: z.number().int().min(1),
         queue: z.number().int().min(0),
         timeoutMs: z.number().int().min(1),
+        jobs: z.boolean(),
+        authToken: z.string(),
+        dataRoots: z.array(z.string().min(1)),
+        allowedHosts: z.array(z.string().min(1)),
       })
-      .strict(),
+      .strict()
+      // Jobs read the server's files: on, they need a token worth the name and somewhere to read.
+      .superRefine((s, ctx) => {
+        if (s.jobs && s.authToken.length < 16) ctx.addIssue({ code: 'custom', path: ['authToken'], message: 'must have at least 16 characters when server.jobs is on' })
+        if (s.jobs && s.dataRoots.length === 0) ctx.addIssue({ code: 'custom', path: ['dataRoots'], message: 'must name at least one folder when server.jobs is on' })
+      }),
     reranker: z
       .object({ model: z.string(), precision: z.enum(['fp32', 'int8']), maxTokens: z.number().int().min(16).max(4096), batchSize: z.number().int().min(1).max(1024) })
       .strict(),
@@ -92,6 +101,9 @@ export const defaults: Config = {
   server: {
     host: '127.0.0.1', port: 4000, bodyLimit: 64 * 1024,
     maxQuestionLength: 1000, maxBatch: 32, maxK: 1000, maxDepth: 6, maxCost: 500, concurrency: 8, queue: 64, timeoutMs: 30_000,
+    // Jobs (startIndexing, startEvaluation) are off: they read the server's files. allowedHosts:
+    // Host names answered besides the loopback ones and the listening address (DNS rebinding).
+    jobs: false, authToken: '', dataRoots: [], allowedHosts: [],
   },
   // model: a cross-encoder folder (model.onnx + tokenizer.json); empty keeps the retriever's order.
   reranker: { model: '', precision: 'int8', maxTokens: 256, batchSize: 16 },

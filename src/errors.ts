@@ -105,14 +105,16 @@ export const ERR_STORE_CORRUPT = createError(
   'STORE_CORRUPT',
   500,
   (dir: string, problem: string) =>
-    `the passage store at ${dir} is unreadable (${problem}). Delete the folder and build it again`,
+    `the passage store at ${dir} is unreadable or inconsistent (${problem}). Delete the folder and build it again ` +
+    '(`ambigqa index build`; `ambigqa index stats --verify` checks a store)',
 )
 
+/** `holder`: who writes the store now ("process 123", "indexing job <id> of this server"). */
 export const ERR_STORE_BUSY = createError(
   'STORE_BUSY',
   409,
-  (dir: string, pid: number) =>
-    `the passage store at ${dir} is being built by process ${pid}. Wait for it, or stop it first`,
+  (dir: string, holder: string) =>
+    `the passage store at ${dir} is being written by ${holder}; one writer at a time. Wait for it to finish, or stop it first`,
 )
 
 export const ERR_QUESTIONS_FILE = createError(
@@ -226,10 +228,46 @@ export const ERR_QUERY_TOO_COSTLY = createError(
   (cost: number, max: number) => `query costs at least ${cost}, more than the limit of ${max} (ask costs 50 per question, search 5, any other field 1). Split it into several requests or raise server.maxCost`,
 )
 
+/** `why`: what is full ("8 requests running and 64 queued", "the 40 requests ahead would not finish within ..."). */
 export const ERR_OVERLOADED = createError(
   'OVERLOADED',
   503,
-  (concurrency: number, queue: number) => `server overloaded: ${concurrency} requests running and ${queue} queued. Retry later or raise server.concurrency / server.queue`,
+  (why: string) => `server overloaded: ${why}. Retry later, or raise server.concurrency / server.queue / server.timeoutMs`,
+)
+
+export const ERR_ARGUMENT_INVALID = createError(
+  'ARGUMENT_INVALID',
+  400,
+  (name: string, value: number, max: number, key: string) =>
+    `argument ${name} is ${value}, outside [1, ${max}]. Give an integer from 1 to ${max} (the limit is ${key})`,
+)
+
+export const ERR_JOBS_DISABLED = createError(
+  'JOBS_DISABLED',
+  403,
+  (field: string) =>
+    `${field} is turned off on this server: jobs read the server's files. The operator turns jobs on with server.jobs, ` +
+    'which also needs server.authToken and server.dataRoots; or run the same command with the ambigqa CLI',
+)
+
+export const ERR_UNAUTHORIZED = createError(
+  'UNAUTHORIZED',
+  401,
+  (field: string) => `${field} needs the server's token. Send the header 'Authorization: Bearer <server.authToken>'`,
+)
+
+export const ERR_PATH_NOT_ALLOWED = createError(
+  'PATH_NOT_ALLOWED',
+  403,
+  (path: string, why: string) =>
+    `path ${path} is refused: ${why}. Give a path inside one of the server's data roots (server.dataRoots), without '..'`,
+)
+
+export const ERR_HOST_NOT_ALLOWED = createError(
+  'HOST_NOT_ALLOWED',
+  421,
+  (host: string) =>
+    `this server does not answer for host '${host}'. Use its own address, or have the operator add the name to server.allowedHosts`,
 )
 
 export const ERR_TIMEOUT = createError(
@@ -256,4 +294,5 @@ export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_INTERNAL, ERR_SOURCE_CHANGED,
   ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID,
   ERR_MODEL_MISSING, ERR_VECTORS_MISSING, ERR_MODEL_INVALID, ERR_OUTPUT_UNWRITABLE,
+  ERR_ARGUMENT_INVALID, ERR_JOBS_DISABLED, ERR_UNAUTHORIZED, ERR_PATH_NOT_ALLOWED, ERR_HOST_NOT_ALLOWED,
 ] as unknown as readonly ErrorFactory<never[]>[]

@@ -7,6 +7,7 @@ import Database from 'better-sqlite3'
 import { buildIndex, type BuildOptions } from '../index/build-index.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { silentLogger } from '../src/log.js'
+import { DEMO_CORPUS } from './helpers/demo-store.js'
 import { runCli } from './helpers/run-cli.js'
 import { sharedFile } from './helpers/shared-data.js'
 
@@ -177,4 +178,21 @@ test('index build from a multistream .xml.bz2 dump of real articles; a truncated
   assert.equal(failed.code, 1)
   assert.match(failed.stderr, /AMBIGQA_ERR_SOURCE_TRUNCATED: .*cut\.xml\.bz2 is truncated or corrupt at byte \d+/)
   assert.equal(stats(join(dir, 'cut')).state, 'building')
+})
+
+test('one writer per store: a second writer in the same process or in another one is refused with STORE_BUSY, and the store is free again once closed', async () => {
+  const dir = join(tmp(), 'store')
+  const first = PassageStore.openForBuild(dir)
+  try {
+    assert.throws(() => PassageStore.openForBuild(dir), (err: Error & { code?: string }) =>
+      err.code === 'AMBIGQA_ERR_STORE_BUSY' && err.message.includes(`another writer in this process (${process.pid})`))
+    const other = await runCli(['index', 'build', '--source', DEMO_CORPUS, '--store', dir])
+    assert.equal(other.code, 1)
+    assert.match(other.stderr, new RegExp(`AMBIGQA_ERR_STORE_BUSY: the passage store at .* is being written by process ${process.pid}; one writer at a time`))
+  } finally {
+    first.close()
+  }
+  const built = await runCli(['index', 'build', '--source', DEMO_CORPUS, '--store', dir])
+  assert.equal(built.code, 0, built.stderr)
+  assert.equal(stats(dir).passages, 5531)
 })

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import test from 'node:test'
+import { buildDemoStore } from './helpers/demo-store.js'
 import { runCli } from './helpers/run-cli.js'
 import { sharedFile } from './helpers/shared-data.js'
 
@@ -90,4 +91,18 @@ test('bench corpus builds eval-300 from every shared passage file and SQuAD', { 
   const stats = JSON.parse((await runCli(['index', 'stats', '--store', store, '--json'])).stdout)
   assert.deepEqual(stats.sources.map((s: { format: string }) => s.format), ['dpr-tsv', 'dpr-tsv', 'jsonl', 'jsonl', 'qa-feedback', 'wikitext-dir', 'squad', 'squad'])
   assert.ok(stats.sources.every((s: { done: boolean; passages: number }) => s.done && s.passages > 0))
+})
+
+test('index stats | head and search | head: a reader that goes away ends the command quietly with exit 0', { timeout: 120_000 }, async () => {
+  const store = await buildDemoStore('cli-pipe-')
+  for (const args of [['search', 'film music war city', '--store', store, '-k', '1000'], ['search', 'film music war city', '--store', store, '-k', '1000', '--json'], ['index', 'stats', '--store', store, '--verify']]) {
+    let first = ''
+    const result = await runCli(args, {
+      // What `head -c 10` does: read a little, then close the pipe while the command still writes.
+      onSpawn: (child) => child.stdout!.once('data', (chunk) => { first = String(chunk); child.stdout!.destroy() }),
+    })
+    assert.ok(first.length > 0, args.join(' '))
+    assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`)
+    assert.doesNotMatch(result.stderr, /EPIPE|Error/, args.join(' '))
+  }
 })

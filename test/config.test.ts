@@ -62,12 +62,22 @@ test('unknown keys, unknown variables, non-numbers and broken files are refused'
   const dir = mkdtempSync(join(tmpdir(), 'cfg-'))
   writeFileSync(join(dir, 'ambigqa.config.json'), JSON.stringify({ bm25: { k: 1 } }))
   assert.match(configError(() => loadConfig({ env: noEnv, cwd: dir })).message, /'bm25\.k' .* is not a known setting. Known keys: .*bm25\.k1/)
-  assert.match(configError(() => loadConfig({ env: { AMBIGQA_BM25_K2: '1' }, cwd: tmpdir() })).message, /AMBIGQA_BM25_K2/)
-  assert.match(configError(() => loadConfig({ env: { AMBIGQA_BM25_K1: 'high' }, cwd: tmpdir() })).message, /must be a number, got 'high'/)
+  assert.match(configError(() => loadConfig({ env: { AMBIGQA_BM25_K2: '1' }, cwd: mkdtempSync(join(tmpdir(), 'cfg-')) })).message, /AMBIGQA_BM25_K2/)
+  assert.match(configError(() => loadConfig({ env: { AMBIGQA_BM25_K1: 'high' }, cwd: mkdtempSync(join(tmpdir(), 'cfg-')) })).message, /must be a number, got 'high'/)
   const broken = join(dir, 'broken.json')
   writeFileSync(broken, '{ "store": ')
   const err = configError(() => loadConfig({ env: noEnv, file: broken }))
   assert.equal(err.code, 'AMBIGQA_ERR_CONFIG_FILE')
   assert.match(err.message, /broken\.json: is not valid JSON/)
   assert.match(configError(() => loadConfig({ env: noEnv, file: join(dir, 'nope.json') })).message, /nope\.json: does not exist/)
+})
+
+test('server.jobs on needs a token of 16 characters and a data root; the environment sets them (roots comma-separated)', () => {
+  assert.throws(() => loadConfig({ env: { AMBIGQA_SERVER_JOBS: 'true' }, cwd: mkdtempSync(join(tmpdir(), 'cfg-')) }), (err: Error & { code?: string }) =>
+    err.code === 'AMBIGQA_ERR_CONFIG_INVALID' && /'server\.authToken'.*at least 16 characters when server\.jobs is on/.test(err.message))
+  assert.throws(() => loadConfig({ env: { AMBIGQA_SERVER_JOBS: 'true', AMBIGQA_SERVER_AUTH_TOKEN: 'x'.repeat(16) }, cwd: mkdtempSync(join(tmpdir(), 'cfg-')) }), (err: Error) =>
+    /'server\.dataRoots'.*at least one folder/.test(err.message))
+  const config = loadConfig({ env: { AMBIGQA_SERVER_JOBS: 'true', AMBIGQA_SERVER_AUTH_TOKEN: 'x'.repeat(16), AMBIGQA_SERVER_DATA_ROOTS: '/data/a, /data/b', AMBIGQA_SERVER_ALLOWED_HOSTS: 'qa.example.org' }, cwd: mkdtempSync(join(tmpdir(), 'cfg-')) })
+  assert.deepEqual([config.server.jobs, config.server.dataRoots, config.server.allowedHosts], [true, ['/data/a', '/data/b'], ['qa.example.org']])
+  assert.equal(loadConfig({ env: {}, cwd: mkdtempSync(join(tmpdir(), 'cfg-')) }).server.jobs, false)
 })

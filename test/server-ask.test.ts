@@ -5,6 +5,7 @@ import { after, before, test } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Reader } from '../reader/reader.js'
 import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
+import { SqlitePassageSource } from '../retriever/passage-source.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { defaults } from '../src/config.js'
 import { hasAnswer } from '../src/eval/has-answer.js'
@@ -29,7 +30,7 @@ before(async () => {
     reader: reader.readStage, disambiguator: reader.disambiguateStage, close: () => reader.close(),
   })
   instance = Fastify({ logger: false })
-  await instance.register(ambigqaServer, { pipeline, store, storeDir, limits: {} })
+  await instance.register(ambigqaServer, { pipeline, passages: new SqlitePassageSource(store), limits: {} })
 })
 after(async () => {
   if (fixture.skip) return

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
+import { SqlitePassageSource } from '../retriever/passage-source.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
 import { defaults } from '../src/config.js'
@@ -21,7 +22,7 @@ after(async () => { await pipeline.close(); store.close() })
 
 async function app(limits: Partial<ServerLimits> = {}, using = pipeline): Promise<FastifyInstance> {
   const instance = Fastify({ logger: false, bodyLimit: 64 * 1024 })
-  await instance.register(ambigqaServer, { pipeline: using, store, storeDir, limits })
+  await instance.register(ambigqaServer, { pipeline: using, passages: new SqlitePassageSource(store), limits })
   return instance
 }
 
@@ -30,7 +31,7 @@ async function gql(instance: FastifyInstance, query: string, variables?: object)
   return { status: response.statusCode, body: response.json() as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] } }
 }
 
-test('search returns real BM25 passages, passage(id) fetches one, health reports the store', async () => {
+test('search returns real BM25 passages, passage(id) fetches one, health reports the store up and the missing reader down', async () => {
   const instance = await app()
   const { status, body } = await gql(instance, '{ search(question: "when did harry potter come out", k: 3) { id title text score } }')
   assert.equal(status, 200)
@@ -40,30 +41,33 @@ test('search returns real BM25 passages, passage(id) fetches one, health reports
   const one = await gql(instance, 'query($id: ID!) { passage(id: $id) { id title } }', { id })
   assert.equal(one.body.data.passage.id, id)
   assert.equal((await gql(instance, '{ passage(id: "no-such-id") { id } }')).body.data.passage, null)
-  const health = await gql(instance, '{ health { ok passages retriever store } }')
+  const health = await gql(instance, '{ health { ok passages retriever store dependencies { name required state detail } } }')
   assert.equal(health.body.data.health.passages, 5531)
-  assert.equal(health.body.data.health.ok, true)
+  assert.equal(health.body.data.health.store, storeDir)
+  assert.deepEqual(health.body.data.health.dependencies, [
+    { name: 'store', required: true, state: 'UP', detail: `${storeDir}: 5531 passages` },
+    { name: 'reader', required: true, state: 'DOWN', detail: 'no reader was configured' },
+  ])
+  assert.equal(health.body.data.health.ok, false, 'the reader is required: ask cannot work without it')
   await instance.close()
 })
 
 const code = (body: { errors?: { extensions?: { code?: string } }[] }) => body.errors?.[0]?.extensions?.code
 
-test('empty and oversize questions, bad k, oversize batch are refused with codes', async () => {
+test('empty and oversize questions, oversize batch are refused with codes', async () => {
   const instance = await app({ maxQuestionLength: 50, maxBatch: 2 })
   assert.equal(code((await gql(instance, '{ search(question: "   ") { id } }')).body), 'AMBIGQA_ERR_QUESTION_INVALID')
   assert.equal(code((await gql(instance, `{ search(question: "${'a'.repeat(51)}") { id } }`)).body), 'AMBIGQA_ERR_QUESTION_INVALID')
-  assert.equal(code((await gql(instance, '{ search(question: "x", k: 0) { id } }')).body), 'AMBIGQA_ERR_QUESTION_INVALID')
   assert.equal(code((await gql(instance, '{ askMany(questions: ["a", "b", "c"]) { question } }')).body), 'AMBIGQA_ERR_BATCH_TOO_LARGE')
   await instance.close()
 })
 
-test('without reader models, ask, askMany and startEvaluation say why and search still works', async () => {
+test('without reader models, ask and askMany say why and search still works', async () => {
   const instance = await app()
   const ask = await gql(instance, '{ ask(question: "who wrote harry potter") { question answers { answer } } }')
   assert.equal(code(ask.body), 'AMBIGQA_ERR_READER_UNAVAILABLE')
   assert.match(ask.body.errors![0]!.message, /reader models, which did not load: no reader was configured/)
   assert.equal(code((await gql(instance, '{ askMany(questions: ["a"]) { question } }')).body), 'AMBIGQA_ERR_READER_UNAVAILABLE')
-  assert.equal(code((await gql(instance, 'mutation { startEvaluation(data: "x") { id } }')).body), 'AMBIGQA_ERR_READER_UNAVAILABLE')
   await instance.close()
 })
 
@@ -138,5 +142,53 @@ test('a query over the cost limit is refused before it runs: aliased asks, fragm
   const cheap = await gql(instance, '{ search(question: "harry potter", k: 2) { id } health { ok } }')
   assert.equal(cheap.status, 200)
   assert.equal(cheap.body.data.search.length, 2)
+  await instance.close()
+})
+
+test('every numeric argument is bounded by server.maxK with a coded error that reads correctly: k, options.retrieve, options.read', async () => {
+  const instance = await app({ maxK: 50 })
+  const cases: [string, string, number][] = [
+    ['{ search(question: "harry potter", k: 0) { id } }', 'k', 0],
+    ['{ search(question: "harry potter", k: 51) { id } }', 'k', 51],
+    ['{ ask(question: "harry potter", options: { read: 0 }) { question } }', 'options.read', 0],
+    ['{ ask(question: "harry potter", options: { read: -1 }) { question } }', 'options.read', -1],
+    ['{ ask(question: "harry potter", options: { retrieve: 100000 }) { question } }', 'options.retrieve', 100000],
+    ['{ ask(question: "harry potter", options: { retrieve: 0 }) { question } }', 'options.retrieve', 0],
+    ['{ ask(question: "harry potter", options: { retrieve: 2147483647, read: 2147483647 }) { question } }', 'options.retrieve', 2147483647],
+    ['{ askMany(questions: ["harry potter"], options: { read: -5 }) { question } }', 'options.read', -5],
+  ]
+  for (const [query, name, value] of cases) {
+    const { status, body } = await gql(instance, query)
+    assert.equal(status, 400, query)
+    assert.equal(code(body), 'AMBIGQA_ERR_ARGUMENT_INVALID', query)
+    assert.equal(body.errors![0]!.message, `argument ${name} is ${value}, outside [1, 50]. Give an integer from 1 to 50 (the limit is server.maxK)`)
+  }
+  const fine = await gql(instance, '{ search(question: "harry potter", k: 50) { id } }')
+  assert.equal(fine.status, 200)
+  assert.equal(fine.body.data.search.length, 34, 'every passage that matches, fewer than k')
+  await instance.close()
+})
+
+test('a request the queue cannot serve before its deadline is refused at the door with 503, not left to time out with 504', async () => {
+  let calls = 0
+  const real = pipeline.stages.retriever
+  const slow = new Pipeline({ retriever: { name: 'slow', close: async () => {}, search: async (q, k) => { calls++; await new Promise((r) => setTimeout(r, 40)); return real.search(q, k) } } })
+  const instance = await app({ concurrency: 1, queue: 1000, timeoutMs: 3000 }, slow)
+  const query = '{ search(question: "harry potter film release", k: 5) { id } }'
+  // One request alone first: the server learns what a search costs.
+  assert.equal((await gql(instance, query)).status, 200)
+  calls = 0
+  // 200 × 40 ms of work against a 3 s deadline, one at a time: most cannot be served in time.
+  const many = await Promise.all(Array.from({ length: 200 }, () => gql(instance, query)))
+  const answered = many.filter((r) => r.status === 200)
+  const refused = many.filter((r) => code(r.body) === 'AMBIGQA_ERR_OVERLOADED')
+  assert.equal(many.filter((r) => code(r.body) === 'AMBIGQA_ERR_TIMEOUT').length, 0, 'no 504')
+  assert.ok(answered.length > 0 && refused.length > 0, `${answered.length} answered, ${refused.length} refused`)
+  assert.equal(answered.length + refused.length, many.length)
+  assert.equal(calls, answered.length, 'a refused request never ran')
+  for (const r of refused) {
+    assert.equal(r.status, 503)
+    assert.match(r.body.errors![0]!.message, /would not leave this one time to finish before its deadline/)
+  }
   await instance.close()
 })

@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { test } from 'node:test'
 import Fastify from 'fastify'
 // ws ships no types here; the client below speaks the graphql-ws protocol (graphql-transport-ws) by hand.
 // @ts-expect-error no declaration file for ws
 import WebSocket from 'ws'
 import { buildIndex } from '../index/build-index.js'
+import { SqlitePassageSource } from '../retriever/passage-source.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
 import { defaults } from '../src/config.js'
@@ -24,11 +25,12 @@ test('a websocket jobProgress subscription receives the progress of a real start
   const store = PassageStore.openReadOnly(storeDir)
   const pipeline = new Pipeline({ retriever: new Bm25SqliteRetriever(PassageStore.openReadOnly(storeDir), defaults.bm25) })
   const app = Fastify({ logger: false })
-  await app.register(ambigqaServer, { pipeline, store, storeDir, indexStore: join(root, 'built') })
+  const token = 'subscription-test-token'
+  await app.register(ambigqaServer, { pipeline, passages: new SqlitePassageSource(store), jobs: { enabled: true, authToken: token, dataRoots: [dirname(demo)], indexStore: join(root, 'built') } })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const port = (app.server.address() as { port: number }).port
 
-  const started = await app.inject({ method: 'POST', url: '/graphql', body: { query: `mutation { startIndexing(source: ${JSON.stringify(demo)}) { id state } }` } })
+  const started = await app.inject({ method: 'POST', url: '/graphql', headers: { authorization: `Bearer ${token}` }, body: { query: `mutation { startIndexing(source: ${JSON.stringify(demo)}) { id state } }` } })
   const id = started.json().data.startIndexing.id as string
 
   const socket = new WebSocket(`ws://127.0.0.1:${port}/graphql`, 'graphql-transport-ws')

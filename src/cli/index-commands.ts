@@ -5,9 +5,10 @@ import { encodeElasticsearch } from '../../index/encode-elasticsearch.js'
 import { isSourceFormat, SOURCE_FORMATS } from '../../index/formats.js'
 import { ENCODER_NAMES } from '../../retriever/dense-encoder.js'
 import { encodeStore } from '../../retriever/dense-vectors.js'
-import { PassageStore } from '../../retriever/passage-store.js'
+import { asStoreError, PassageStore, type StoreStats } from '../../retriever/passage-store.js'
+import { checkStore } from '../../retriever/store-check.js'
 import { DEFAULT_ENCODERS_DIR } from '../paths.js'
-import { ERR_USAGE } from '../errors.js'
+import { ERR_STORE_CORRUPT, ERR_USAGE } from '../errors.js'
 import { contextFor, parseNumber } from './context.js'
 
 export function registerIndexCommands(program: Command): void {
@@ -107,25 +108,34 @@ export function registerIndexCommands(program: Command): void {
     .command('stats')
     .description('passage count, content checksum, index size and sources of a store')
     .option('--store <dir>', 'store folder (default: config "store")')
+    .option('--verify', 'also check the store: SQLite quick_check over every page, and every BM25 segment re-derived from its passages (as long as indexing them); exit 1 with AMBIGQA_ERR_STORE_CORRUPT when anything is wrong')
     .option('--json', 'print JSON')
     .action((opts, command: Command) => {
       const ctx = contextFor(command, { store: opts.store })
       const store = PassageStore.openForInspection(ctx.config.store)
       try {
-        const stats = store.stats()
-        if (opts.json) {
-          ctx.out(JSON.stringify(stats))
-          return
+        let stats: StoreStats
+        try {
+          stats = store.stats()
+        } catch (err) {
+          throw asStoreError(err, store.dir)
         }
-        ctx.out(`store      ${store.dir}`)
-        ctx.out(`state      ${stats.state}`)
-        ctx.out(`passages   ${stats.passages}`)
-        ctx.out(`checksum   ${stats.checksum}`)
-        ctx.out(`segments   ${stats.segments}`)
-        ctx.out(`terms      ${stats.terms}`)
-        ctx.out(`postings   ${stats.postings}`)
-        ctx.out(`size       ${(stats.bytes / 2 ** 20).toFixed(1)} MiB`)
-        for (const s of stats.sources) ctx.out(`source     ${s.path} (${s.format}): ${s.passages} passages, ${s.skipped} skipped${s.done ? '' : ', unfinished'}`)
+        const check = opts.verify ? checkStore(store, 'full') : undefined
+        if (opts.json) {
+          ctx.out(JSON.stringify(check ? { ...stats, verify: check } : stats))
+        } else {
+          ctx.out(`store      ${store.dir}`)
+          ctx.out(`state      ${stats.state}`)
+          ctx.out(`passages   ${stats.passages}`)
+          ctx.out(`checksum   ${stats.checksum}`)
+          ctx.out(`segments   ${stats.segments}`)
+          ctx.out(`terms      ${stats.terms}`)
+          ctx.out(`postings   ${stats.postings}`)
+          ctx.out(`size       ${(stats.bytes / 2 ** 20).toFixed(1)} MiB`)
+          for (const s of stats.sources) ctx.out(`source     ${s.path} (${s.format}): ${s.passages} passages, ${s.skipped} skipped${s.done ? '' : ', unfinished'}`)
+          if (check) ctx.out(`verify     ${check.ok ? 'ok' : `${check.problems.length} problems`} (${(check.ms / 1000).toFixed(1)} s)`)
+        }
+        if (check && !check.ok) throw ERR_STORE_CORRUPT(store.dir, check.problems.join('; '))
       } finally {
         store.close()
       }

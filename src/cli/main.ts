@@ -1,6 +1,8 @@
 // The `ambigqa` command line: one program, a subcommand per job, --help on each.
 import { Command, CommanderError } from 'commander'
-import { isAmbigqaError } from '../errors.js'
+import { isSqliteCorruption } from '../../retriever/passage-store.js'
+import { loadConfig } from '../config.js'
+import { ERR_STORE_CORRUPT, isAmbigqaError } from '../errors.js'
 import { registerIndexCommands } from './index-commands.js'
 import { registerSearchCommand } from './search-command.js'
 import { registerAskCommand } from './ask-command.js'
@@ -28,6 +30,12 @@ export function buildProgram(): Command {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  // `ambigqa search ... | head`: the reader has gone, so stop quietly, as tools killed by
+  // SIGPIPE do, and with 0: nothing failed that the user asked for.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0)
+    throw err
+  })
   const program = buildProgram().exitOverride()
   try {
     await program.parseAsync(argv)
@@ -35,11 +43,25 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode
+    // A damaged store file met after it opened (a corrupt page read by a search).
+    if (isSqliteCorruption(err)) err = ERR_STORE_CORRUPT.withCause(err, storeOf(argv), (err as Error).message)
     if (isAmbigqaError(err)) {
       process.stderr.write(`ambigqa: ${err.code}: ${err.message}\n`)
       return 1
     }
     process.stderr.write(`ambigqa: AMBIGQA_ERR_INTERNAL: ${(err as Error)?.stack ?? String(err)}\n`)
     return 1
+  }
+}
+
+/** The store a command line names (--store, else the configuration), for errors about it. */
+function storeOf(argv: string[]): string {
+  const flag = argv.indexOf('--store')
+  if (flag >= 0 && argv[flag + 1]) return argv[flag + 1]!
+  try {
+    const file = argv.indexOf('--config')
+    return loadConfig(file >= 0 && argv[file + 1] ? { file: argv[file + 1]! } : {}).store
+  } catch {
+    return 'the configured store'
   }
 }

@@ -8,7 +8,7 @@ import type { RetrievedPassage } from '../../retriever/retriever.js'
 import type { Config } from '../config.js'
 import { ERR_DATA_MISSING, ERR_OUTPUT_UNWRITABLE, ERR_USAGE } from '../errors.js'
 import type { Logger } from '../log.js'
-import { takePidLock } from '../pid-lock.js'
+import { releasePidLock, takePidLock } from '../pid-lock.js'
 import type { Disambiguated, Pipeline, StageTimings } from '../pipeline/pipeline.js'
 import { formatDuration } from '../progress.js'
 import { percentile } from './evaluate-retriever.js'
@@ -112,11 +112,7 @@ export function lockOutDir(outDir: string): () => void {
   takePidLock(path, (pid) => {
     throw ERR_USAGE(`${outDir} is in use by another evaluation (process ${pid})`, 'Wait for it to finish, stop it, or pass another --out')
   })
-  return () => {
-    try {
-      if (readFileSync(path, 'utf8').trim() === String(process.pid)) unlinkSync(path)
-    } catch { /* already gone */ }
-  }
+  return () => releasePidLock(path)
 }
 
 /** The settings that make answers comparable: a resumed run must use the same ones. */

@@ -1,11 +1,18 @@
 // Starts the server on a configured store: Fastify with pino logs and a body limit, the
 // ambigqa plugin, and a graceful shutdown that lets requests in flight finish.
+// A damaged SQLite store stops the start (AMBIGQA_ERR_STORE_CORRUPT); an Elasticsearch that
+// cannot be reached does not: the server starts not ready, says so in its log, answers 503 on
+// /health/ready and the searches that need it, and becomes ready when the cluster is back.
 import Fastify, { type FastifyInstance } from 'fastify'
-import { PassageStore } from '../../retriever/passage-store.js'
+import { EsPassageSource, SqlitePassageSource, type PassageSource } from '../../retriever/passage-source.js'
+import { asStoreError, PassageStore } from '../../retriever/passage-store.js'
+import { checkStore } from '../../retriever/store-check.js'
 import type { Config } from '../config.js'
+import { ERR_STORE_CORRUPT } from '../errors.js'
 import type { Logger } from '../log.js'
 import { openPipeline } from '../pipeline/open-pipeline.js'
 import { ambigqaServer, type ServerLimits } from './app.js'
+import { checkHealth, standardProbes, type DependencyProbe } from './health.js'
 
 export interface StartOptions {
   host: string
@@ -15,16 +22,55 @@ export interface StartOptions {
   logLevel: string
 }
 
+/** The backends the configured retriever reads: the SQLite store, Elasticsearch, or both (hybrid). */
+export function backendsOf(config: Config): { sqlite: boolean; elasticsearch: boolean } {
+  const kinds = config.retriever === 'hybrid' ? config.hybrid.retrievers : [config.retriever]
+  return { sqlite: kinds.some((k) => k === 'bm25-sqlite' || k === 'dense'), elasticsearch: kinds.some((k) => k === 'bm25-es' || k === 'dense-es') }
+}
+
+/** Opens the store and runs the quick check (store-check.ts), logging its time. */
+export function openCheckedStore(dir: string, log: Logger): PassageStore {
+  const store = PassageStore.openReadOnly(dir)
+  const check = checkStore(store, 'quick')
+  log.info({ store: store.dir, ms: Math.round(check.ms * 10) / 10 }, 'store check')
+  if (!check.ok) {
+    store.close()
+    throw ERR_STORE_CORRUPT(store.dir, check.problems.join('; '))
+  }
+  return store
+}
+
 export async function startServer(config: Config, options: StartOptions): Promise<FastifyInstance> {
   const app = Fastify({ logger: { level: options.logLevel }, bodyLimit: options.bodyLimit })
-  const pipeline = await openPipeline(config, app.log as unknown as Logger)
-  const store = PassageStore.openReadOnly(config.store)
-  await app.register(ambigqaServer, { pipeline, store, storeDir: config.store, limits: options.limits })
+  const log = app.log as unknown as Logger
+  const backends = backendsOf(config)
+  const es = backends.elasticsearch ? new EsPassageSource(config.elasticsearch) : undefined
+  const passages: PassageSource = backends.sqlite ? new SqlitePassageSource(openCheckedStore(config.store, log)) : es!
+  let pipeline
+  try {
+    pipeline = await openPipeline(config, log)
+  } catch (err) {
+    await passages.close()
+    if (es && passages !== es) await es.close()
+    throw asStoreError(err, config.store)
+  }
+  const probes: DependencyProbe[] = standardProbes(passages, pipeline)
+  // Hybrid over the SQLite store and Elasticsearch: the cluster is a dependency of its own.
+  if (es && passages !== es) probes.splice(1, 0, { name: 'elasticsearch', required: true, check: async () => `${es.name}: ${await es.count()} passages` })
+  await app.register(ambigqaServer, {
+    pipeline, passages, limits: options.limits, log, dependencies: probes,
+    jobs: { enabled: config.server.jobs, authToken: config.server.authToken, dataRoots: config.server.dataRoots, indexStore: `${config.store}-indexing` },
+    host: options.host, allowedHosts: config.server.allowedHosts,
+  })
   app.addHook('onClose', async () => {
     await pipeline.close()
-    store.close()
+    await passages.close()
+    if (es && passages !== es) await es.close()
   })
   await app.listen({ host: options.host, port: options.port })
+  const health = await checkHealth(probes)
+  const down = health.dependencies.filter((d) => d.state === 'DOWN')
+  if (!health.ok) app.log.warn({ down }, `not ready: ${down.filter((d) => d.required).map((d) => `${d.name} is down (${d.detail})`).join('; ')}. /health/ready answers 503 until it is up`)
   let closing = false
   const shutdown = (signal: string) => {
     if (closing) return
