@@ -7,7 +7,7 @@
 // Scores are computed exactly as train/ambigqa_train/extractive.py `best_spans` computes them.
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import ort from 'onnxruntime-node'
+import ort from '../src/onnx-runtime.js'
 import type { RetrievedPassage } from '../retriever/retriever.js'
 import { containsTokens, hasAnswer } from '../src/eval/has-answer.js'
 import { normalizeAnswer } from '../src/eval/normalize-answer.js'
