@@ -47,6 +47,9 @@ interface Input { ids: number[]; typeIds: number[]; pieced: PiecedText; passageS
 
 interface Logits { start: Float32Array; end: Float32Array; relevance: number; length: number }
 
+/** One passage as the model read it. */
+export interface ReadPassage { input: Input; logits: Logits }
+
 export interface ExtractiveLoadOptions { precision?: 'fp32' | 'int8'; device?: Device; threads?: number; logger?: Logger }
 
 export class ExtractiveReader {
@@ -98,15 +101,18 @@ export class ExtractiveReader {
 
   /** Every question's best spans (a few per passage), best first. */
   async spans(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<ScoredSpan[][]> {
+    return (await this.readPassages(items, signal)).map((read) => this.scoreSpans(read))
+  }
+
+  /**
+   * Each question's passages as the model read them: a passage's logits do not depend on the
+   * other passages, so the spans of its top n are `scoreSpans(read.slice(0, n))`.
+   */
+  async readPassages(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<ReadPassage[][]> {
     const inputs = items.map((item) => item.passages.map((p) => this.input(item.question, p)))
-    const flat = inputs.flat()
-    const logits = await this.run(flat, signal)
+    const logits = await this.run(inputs.flat(), signal)
     let at = 0
-    return inputs.map((question) => {
-      const mine = logits.slice(at, at + question.length)
-      at += question.length
-      return this.scoreSpans(question, mine)
-    })
+    return inputs.map((question) => question.map((input) => ({ input, logits: logits[at++]! })))
   }
 
   /** Runs the model over inputs in batches of similar length; logits in input order. */
@@ -147,8 +153,10 @@ export class ExtractiveReader {
    * start and end log-softmaxed over the spans' tokens of every passage at once; a span starts at
    * a word's first piece and ends at a word's last. The 5 best spans of each passage.
    */
-  private scoreSpans(inputs: Input[], logits: Logits[]): ScoredSpan[] {
-    if (inputs.length === 0) return []
+  scoreSpans(read: readonly ReadPassage[]): ScoredSpan[] {
+    if (read.length === 0) return []
+    const inputs = read.map((r) => r.input)
+    const logits = read.map((r) => r.logits)
     const passageLp = logSoftmax(logits.map((l) => l.relevance))
     const startOk = (x: Input, t: number) => { const k = t - x.passageStart; return k >= 0 && k < x.pieced.ids.length && (k === 0 || x.pieced.wordOf[k - 1] !== x.pieced.wordOf[k]) }
     const endOk = (x: Input, t: number) => { const k = t - x.passageStart; return k >= 0 && k < x.pieced.ids.length && (k + 1 === x.pieced.ids.length || x.pieced.wordOf[k + 1] !== x.pieced.wordOf[k]) }

@@ -92,8 +92,20 @@ export function registerTrainCommands(program: Command): void {
       })
   }
   train
+    .command('extractive')
+    .description('train the extractive reader from a config file (train/configs/extractive-*.json); resumes from its checkpoint')
+    .option('--config <file>', 'training config file (train/configs/*.json)')
+    .option('--seed <n>', 'seed', '0')
+    .option('--stop-at <step>', 'stop after this step; the learning-rate schedule stays the config\'s, so a later run continues it')
+    .action((_o: unknown, command: Command) => {
+      const o = command.optsWithGlobals<{ config?: string; seed: string; stopAt?: string }>()
+      if (!o.config) throw ERR_USAGE('ambigqa train extractive needs a training config', 'Pass --config train/configs/extractive-<warm start>.json')
+      if (o.stopAt !== undefined && !/^[1-9]\d{0,6}$/.test(o.stopAt)) throw ERR_USAGE(`--stop-at ${o.stopAt} is not a step number`, 'Give a whole number of steps, e.g. --stop-at 1200')
+      exitWith(runPython('train_extractive', ['train', '--config', o.config, '--seed', o.seed, ...(o.stopAt ? ['--stop-at', o.stopAt] : [])]))
+    })
+  train
     .command('export <kind> <checkpoint> <out>')
-    .description('export a checkpoint to ONNX (kind: seq2seq | cross-encoder)')
+    .description('export a checkpoint to ONNX (kind: seq2seq | cross-encoder | extractive)')
     .action((kind: string, checkpoint: string, out: string) => {
       exitWith(runPython('export_onnx', [kind, checkpoint, out]))
     })

@@ -524,6 +524,16 @@ def write_splits(data: Path, fraction: float = 0.02, names: tuple[str, ...] = SE
             print(f"splits: {name}-heldout.txt {len(ids)} of {len(rows)} ids ({len(ids) / len(rows):.1%}), {qs} questions")
 
 
+def write_tune_split(data: Path) -> None:
+    """splits/reader-tune.txt: qa-feedback's AmbigNQ train questions, where the extractive
+    reader's settings (passages read, answer-set margin and floor) are chosen. The reader never
+    trains on them and the eval-300 store holds their passages, so settings never see eval-300."""
+    records, _ = qa_feedback_ambig(data, ambignq_train(data))
+    ids = sorted({r.qid for r in records})
+    (SPLITS_DIR / "reader-tune.txt").write_text("\n".join(ids) + "\n")
+    print(f"splits: reader-tune.txt {len(ids)} AmbigNQ train ids")
+
+
 def _write(path: Path, rows: list[dict[str, Any]]) -> None:
     with path.open("w") as f:
         for r in rows:
@@ -680,8 +690,9 @@ def _read(path: Path) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="ambigqa_train.data")
-    ap.add_argument("command", choices=["build", "splits", "mix"],
-                    help="build: the sets; mix: reader2-train.jsonl once the hard negatives exist; splits: held-out lists")
+    ap.add_argument("command", choices=["build", "splits", "mix", "tune-split"],
+                    help="build: the sets; mix: reader2-train.jsonl once the hard negatives exist; splits: held-out lists; "
+                         "tune-split: the extractive reader's tuning questions")
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
     ap.add_argument("--out", type=Path, default=Path("data/train"))
     ap.add_argument("--seed", type=int, default=13)
@@ -690,6 +701,8 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     if a.command == "splits":
         write_splits(a.data, names=tuple(a.only))
+    elif a.command == "tune-split":
+        write_tune_split(a.data)
     elif a.command == "mix":
         print(json.dumps(write_reader2(a.out, a.seed)))
     else:
