@@ -228,6 +228,13 @@ export const ERR_QUERY_TOO_COSTLY = createError(
   (cost: number, max: number) => `query costs at least ${cost}, more than the limit of ${max} (ask costs 50 per question, search 5, any other field 1). Split it into several requests or raise server.maxCost`,
 )
 
+export const ERR_QUERY_TOO_DEEP = createError(
+  'QUERY_TOO_DEEP',
+  400,
+  (depth: number, max: number) =>
+    `query depth ${depth} is more than the limit of ${max} (nested fields; introspection's type and ofType wrappers do not count). Ask for fewer nested fields or raise server.maxDepth`,
+)
+
 /** `why`: what is full ("8 requests running and 64 queued", "the 40 requests ahead would not finish within ..."). */
 export const ERR_OVERLOADED = createError(
   'OVERLOADED',
@@ -286,7 +293,7 @@ export const ERR_OUTPUT_UNWRITABLE = createError(
 /** Every factory in the catalogue, for tests that check codes are unique and well formed. */
 export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_QUESTION_INVALID as ErrorFactory<never[]>, ERR_BATCH_TOO_LARGE as ErrorFactory<never[]>,
-  ERR_READER_UNAVAILABLE as ErrorFactory<never[]>, ERR_OVERLOADED as ErrorFactory<never[]>, ERR_TIMEOUT as ErrorFactory<never[]>, ERR_QUERY_TOO_COSTLY as ErrorFactory<never[]>,
+  ERR_READER_UNAVAILABLE as ErrorFactory<never[]>, ERR_OVERLOADED as ErrorFactory<never[]>, ERR_TIMEOUT as ErrorFactory<never[]>, ERR_QUERY_TOO_COSTLY as ErrorFactory<never[]>, ERR_QUERY_TOO_DEEP as ErrorFactory<never[]>,
   ERR_ELASTICSEARCH_UNAVAILABLE, ERR_ELASTICSEARCH_INDEX,
   ERR_USAGE, ERR_CONFIG_INVALID, ERR_CONFIG_FILE, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_EMPTY,
   ERR_SOURCE_FORMAT_UNKNOWN, ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED, ERR_STORE_NOT_FOUND,

@@ -12,12 +12,14 @@ import {
 import type { Pipeline } from '../pipeline/pipeline.js'
 import { asStoreError } from '../../retriever/passage-store.js'
 import type { PassageSource } from '../../retriever/passage-source.js'
+import { graphiqlPage } from './graphiql.js'
 import { checkHealth, standardProbes, type DependencyProbe } from './health.js'
 import { allowedHostnames, hostnameOf } from './host-check.js'
 import { authorizeJob, resolveDataPath, type JobAccess } from './job-access.js'
 import { Jobs } from './jobs.js'
 import { Limiter } from './limiter.js'
 import { askManyCost, queryCostRule } from './query-cost.js'
+import { queryDepthRule } from './query-depth.js'
 import { silentLogger, type Logger } from '../log.js'
 
 export type ServerLimits = Pick<Config['server'], 'maxQuestionLength' | 'maxBatch' | 'maxK' | 'maxDepth' | 'maxCost' | 'concurrency' | 'queue' | 'timeoutMs'>
@@ -204,12 +206,14 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
   await app.register(mercurius, {
     schema: readFileSync(resolve(import.meta.dirname, '../../../schema.graphql'), 'utf8'),
     resolvers: resolvers as never,
-    graphiql: true,
+    // Our own page (graphiql.ts): mercurius's loads React and GraphiQL from a CDN.
+    graphiql: false,
     subscription: true,
-    queryDepth: limits.maxDepth,
-    validationRules: [queryCostRule(limits.maxCost)],
+    // Our depth rule (query-depth.ts) instead of mercurius's queryDepth, which refuses introspection.
+    validationRules: [queryDepthRule(limits.maxDepth), queryCostRule(limits.maxCost)],
   })
 
+  await app.register(graphiqlPage)
   app.get('/metrics', async (_request, reply) => {
     reply.header('content-type', registry.contentType)
     return registry.metrics()
