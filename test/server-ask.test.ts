@@ -53,6 +53,7 @@ test('ask returns an answer set: distinct answers, a question each, evidence tha
   assert.equal(set.question, 'who wrote the harry potter books')
   assert.equal(set.passages.length, 20)
   assert.equal(set.ambiguous, set.answers.length > 1)
+  assert.ok(set.answers.length > 0, 'the demo corpus answers this question')
   const keys = set.answers.map((a: { answer: string }) => a.answer.toLowerCase())
   assert.equal(new Set(keys).size, keys.length)
   for (const a of set.answers) {
