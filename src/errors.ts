@@ -249,6 +249,13 @@ export const ERR_ARGUMENT_INVALID = createError(
     `argument ${name} is ${value}, outside [1, ${max}]. Give an integer from 1 to ${max} (the limit is ${key})`,
 )
 
+/** A request named a retriever this server cannot give it (`why`: what it serves, or what is missing). */
+export const ERR_RETRIEVER_UNAVAILABLE = createError(
+  'RETRIEVER_UNAVAILABLE',
+  400,
+  (kind: string, why: string) => `retriever ${kind} is not available here: ${why}. Leave the retriever argument out to use the server's own (health.retriever names it)`,
+)
+
 export const ERR_JOBS_DISABLED = createError(
   'JOBS_DISABLED',
   403,
@@ -301,5 +308,5 @@ export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_INTERNAL, ERR_SOURCE_CHANGED,
   ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID,
   ERR_MODEL_MISSING, ERR_VECTORS_MISSING, ERR_MODEL_INVALID, ERR_OUTPUT_UNWRITABLE,
-  ERR_ARGUMENT_INVALID, ERR_JOBS_DISABLED, ERR_UNAUTHORIZED, ERR_PATH_NOT_ALLOWED, ERR_HOST_NOT_ALLOWED,
+  ERR_ARGUMENT_INVALID, ERR_RETRIEVER_UNAVAILABLE, ERR_JOBS_DISABLED, ERR_UNAUTHORIZED, ERR_PATH_NOT_ALLOWED, ERR_HOST_NOT_ALLOWED,
 ] as unknown as readonly ErrorFactory<never[]>[]

@@ -9,7 +9,7 @@ import { defaults, type Config } from '../config.js'
 import {
   AmbigqaError, ERR_ARGUMENT_INVALID, ERR_BATCH_TOO_LARGE, ERR_HOST_NOT_ALLOWED, ERR_QUERY_TOO_COSTLY, ERR_QUESTION_INVALID, ERR_READER_UNAVAILABLE, ERR_TIMEOUT,
 } from '../errors.js'
-import type { Pipeline } from '../pipeline/pipeline.js'
+import type { AskOptions, Pipeline, RetrieverKind } from '../pipeline/pipeline.js'
 import { asStoreError } from '../../retriever/passage-store.js'
 import type { PassageSource } from '../../retriever/passage-source.js'
 import { graphiqlPage } from './graphiql.js'
@@ -143,12 +143,20 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
       }
     }
 
+  type RetrieverName = 'BM25_SQLITE' | 'BM25_ES' | 'DENSE' | 'DENSE_ES' | 'HYBRID'
+  // The schema's enum names the configuration's retriever kinds (BM25_SQLITE is bm25-sqlite).
+  const kindOf = (name?: RetrieverName | null): RetrieverKind | undefined => (name ? (name.toLowerCase().replace(/_/g, '-') as RetrieverKind) : undefined)
+  type AskOptionsInput = { retrieve?: number | null; read?: number | null; retriever?: RetrieverName | null }
   const passageOut = (p: { id: string; title: string; text: string; score?: number }) => ({ id: p.id, title: p.title, text: p.text, score: p.score ?? null })
   // The schema's defaults (100 and 10), cut to maxK so a server with a lower limit still accepts them.
-  const askOptions = (o?: { retrieve?: number | null; read?: number | null }) => ({
-    retrieve: checkCount('options.retrieve', o?.retrieve ?? Math.min(100, limits.maxK), limits),
-    read: checkCount('options.read', o?.read ?? Math.min(10, limits.maxK), limits),
-  })
+  const askOptions = (o?: AskOptionsInput | null): AskOptions => {
+    const retriever = kindOf(o?.retriever)
+    return {
+      retrieve: checkCount('options.retrieve', o?.retrieve ?? Math.min(100, limits.maxK), limits),
+      read: checkCount('options.read', o?.read ?? Math.min(10, limits.maxK), limits),
+      ...(retriever ? { retriever } : {}),
+    }
+  }
   const health = async () => {
     const report = await checkHealth(probes)
     const passages = await options.passages.count().catch(() => null)
@@ -157,10 +165,10 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
 
   const resolvers = {
     Query: {
-      search: guarded('search', true, async (args: { question: string; k?: number | null }) => {
+      search: guarded('search', true, async (args: { question: string; k?: number | null; retriever?: RetrieverName | null }) => {
         const question = checkQuestion(args.question, limits)
         const k = checkCount('k', args.k ?? 10, limits)
-        const { passages } = await options.pipeline.retrieve(question, k)
+        const { passages } = await options.pipeline.retrieve(question, k, kindOf(args.retriever))
         return passages.map(passageOut)
       }),
       passage: guarded('passage', false, async (args: { id: string }) => {
@@ -168,11 +176,11 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
         return p ? passageOut(p) : null
       }),
       health: guarded('health', false, health),
-      ask: guarded('ask', true, async (args: { question: string; options?: { retrieve?: number | null; read?: number | null } }, { signal }) => {
+      ask: guarded('ask', true, async (args: { question: string; options?: AskOptionsInput | null }, { signal }) => {
         const question = checkQuestion(args.question, limits)
         return options.pipeline.ask(question, askOptions(args.options), signal)
       }),
-      askMany: guarded('askMany', true, async (args: { questions: string[]; options?: { retrieve?: number | null; read?: number | null } }, { signal }) => {
+      askMany: guarded('askMany', true, async (args: { questions: string[]; options?: AskOptionsInput | null }, { signal }) => {
         if (args.questions.length > limits.maxBatch) throw ERR_BATCH_TOO_LARGE(args.questions.length, limits.maxBatch)
         if (askManyCost(args.questions.length) > limits.maxCost) throw ERR_QUERY_TOO_COSTLY(askManyCost(args.questions.length), limits.maxCost)
         const questions = args.questions.map((q) => checkQuestion(q, limits))
