@@ -207,7 +207,7 @@ export const ERR_ELASTICSEARCH_INDEX = createError(
 export const ERR_QUESTION_INVALID = createError(
   'QUESTION_INVALID',
   400,
-  (problem: string) => `question ${problem}. Send a non-empty question within the server's maxQuestionLength`,
+  (problem: string) => `question ${problem}. Give a non-empty question of at most server.maxQuestionLength characters`,
 )
 
 export const ERR_BATCH_TOO_LARGE = createError(

@@ -7,8 +7,9 @@ import mercurius from 'mercurius'
 import client from 'prom-client'
 import { defaults, type Config } from '../config.js'
 import {
-  AmbigqaError, ERR_ARGUMENT_INVALID, ERR_BATCH_TOO_LARGE, ERR_HOST_NOT_ALLOWED, ERR_QUERY_TOO_COSTLY, ERR_QUESTION_INVALID, ERR_READER_UNAVAILABLE, ERR_TIMEOUT,
+  AmbigqaError, ERR_BATCH_TOO_LARGE, ERR_HOST_NOT_ALLOWED, ERR_QUERY_TOO_COSTLY, ERR_READER_UNAVAILABLE, ERR_TIMEOUT,
 } from '../errors.js'
+import { checkCount as checkCountIn, checkQuestion as checkQuestionText } from '../pipeline/ask-arguments.js'
 import type { AskOptions, Pipeline, RetrieverKind } from '../pipeline/pipeline.js'
 import { asStoreError } from '../../retriever/passage-store.js'
 import type { PassageSource } from '../../retriever/passage-source.js'
@@ -57,17 +58,8 @@ function toGraphqlError(error: unknown, storeDir: string): unknown {
   return error
 }
 
-function checkQuestion(question: string, limits: ServerLimits): string {
-  const trimmed = question.trim()
-  if (trimmed.length === 0) throw ERR_QUESTION_INVALID('is empty')
-  if (trimmed.length > limits.maxQuestionLength) throw ERR_QUESTION_INVALID(`has ${trimmed.length} characters, more than ${limits.maxQuestionLength}`)
-  return trimmed
-}
-
-function checkCount(name: string, value: number, limits: ServerLimits): number {
-  if (!Number.isInteger(value) || value < 1 || value > limits.maxK) throw ERR_ARGUMENT_INVALID(name, value, limits.maxK, 'server.maxK')
-  return value
-}
+const checkQuestion = (question: string, limits: ServerLimits) => checkQuestionText(question, limits.maxQuestionLength)
+const checkCount = (name: string, value: number, limits: ServerLimits) => checkCountIn(name, value, limits.maxK, 'server.maxK')
 
 /**
  * Runs `work` with a deadline counted from the request's arrival (queueing included). At the
