@@ -17,7 +17,7 @@ import { sharedFile } from './helpers/shared-data.js'
 const peer = lucenePeerAvailability()
 const tsv = sharedFile('corpus/dpr-asqa300.tsv')
 const dev = sharedFile('ambignq/dev_light.json')
-const skip = prerequisite(peer.ok ? false : `Lucene peer unavailable (${peer.reason}): run scripts/lucene-peer`) || tsv.skip || dev.skip
+const skip = prerequisite(peer.ok ? false : `Lucene peer unavailable (${peer.reason})`) || tsv.skip || dev.skip
 
 test('rankings and scores equal Lucene 8 BM25 (k1 0.9, b 0.4, title + text)', { skip, timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'parity-'))

@@ -13,7 +13,7 @@ import { prerequisite } from './helpers/prerequisite.js'
 import { sharedFile } from './helpers/shared-data.js'
 
 const avail = lucenePeerAvailability()
-const peerSkip = prerequisite(avail.ok ? false : `Lucene peer unavailable (${avail.reason}): run scripts/lucene-peer`)
+const peerSkip = prerequisite(avail.ok ? false : `Lucene peer unavailable (${avail.reason})`)
 const { path: haystack, skip: dataSkip } = sharedFile('corpus/dpr-haystack751.tsv')
 
 /** Minimal DPR TSV parse: header `id\ttext\ttitle`, fields optionally CSV-quoted with "" for ". */
