@@ -34,9 +34,14 @@ async function openBase(config: Config, kind: BaseRetriever): Promise<Retriever>
     case 'dense':
     case 'dense-es': {
       const encoder = await DenseEncoder.load(config.dense.model, config.dense.modelsDir, config.dense.threads)
+      let store: PassageStore | undefined
       try {
-        return kind === 'dense' ? new DenseRetriever(PassageStore.openReadOnly(config.store), encoder) : new DenseEsRetriever(config.elasticsearch, encoder)
+        if (kind === 'dense-es') return new DenseEsRetriever(config.elasticsearch, encoder)
+        store = PassageStore.openReadOnly(config.store)
+        return new DenseRetriever(store, encoder)
       } catch (err) {
+        // A server opens retrievers on request (search(retriever:)): a failed open must not leak handles.
+        store?.close()
         await encoder.close()
         throw err
       }

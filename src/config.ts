@@ -6,6 +6,10 @@ import { z } from 'zod'
 import { ERR_CONFIG_FILE, ERR_CONFIG_INVALID } from './errors.js'
 import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR } from './paths.js'
 
+/** What one question costs in the server's query-cost limit (ask, and each question of askMany):
+ * here because the configuration checks that server.maxCost admits a full askMany. */
+export const ASK_COST_PER_QUESTION = 50
+
 const configSchema = z
   .object({
     store: z.string().min(1),
@@ -55,6 +59,11 @@ const configSchema = z
       .superRefine((s, ctx) => {
         if (s.jobs && s.authToken.length < 16) ctx.addIssue({ code: 'custom', path: ['authToken'], message: 'must have at least 16 characters when server.jobs is on' })
         if (s.jobs && s.dataRoots.length === 0) ctx.addIssue({ code: 'custom', path: ['dataRoots'], message: 'must name at least one folder when server.jobs is on' })
+        // Otherwise the largest askMany maxBatch allows would always be refused as too costly.
+        const fullBatch = ASK_COST_PER_QUESTION * s.maxBatch
+        if (s.maxCost < fullBatch) {
+          ctx.addIssue({ code: 'custom', path: ['maxCost'], message: `is less than a full askMany costs (server.maxBatch ${s.maxBatch} × ${ASK_COST_PER_QUESTION} per question = ${fullBatch}), so such a batch could never run; raise server.maxCost to at least ${fullBatch} or lower server.maxBatch` })
+        }
       }),
     reranker: z
       .object({ model: z.string(), precision: z.enum(['fp32', 'int8']), maxTokens: z.number().int().min(16).max(4096), batchSize: z.number().int().min(1).max(1024) })
@@ -100,7 +109,8 @@ export const defaults: Config = {
   ingest: { onError: 'fail', batchSize: 2000, segmentSize: 200_000, workers: 2 },
   server: {
     host: '127.0.0.1', port: 4000, bodyLimit: 64 * 1024,
-    maxQuestionLength: 1000, maxBatch: 32, maxK: 1000, maxDepth: 6, maxCost: 500, concurrency: 8, queue: 64, timeoutMs: 30_000,
+    // maxCost: a full askMany (32 × 50) and the fields it selects; as much reader work as 34 asks.
+    maxQuestionLength: 1000, maxBatch: 32, maxK: 1000, maxDepth: 6, maxCost: 1700, concurrency: 8, queue: 64, timeoutMs: 30_000,
     // Jobs (startIndexing, startEvaluation) are off: they read the server's files. allowedHosts:
     // Host names answered besides the loopback ones and the listening address (DNS rebinding).
     jobs: false, authToken: '', dataRoots: [], allowedHosts: [],
@@ -194,7 +204,8 @@ export function loadConfig(sources: ConfigSources = {}): Config {
     if (issue.code === 'unrecognized_keys') {
       throw ERR_CONFIG_INVALID(key, from, 'is not a known setting', `Known keys: ${leaves(defaults).map(([k]) => k).join(', ')}`)
     }
-    throw ERR_CONFIG_INVALID(key, from, `is invalid: ${issue.message.toLowerCase()}`, `Default: ${JSON.stringify(get(defaults, key))}`)
+    // zod's own messages start with a capital; ours (custom) are written to follow 'is invalid:' and name keys in their case.
+    throw ERR_CONFIG_INVALID(key, from, `is invalid: ${issue.code === 'custom' ? issue.message : issue.message.toLowerCase()}`, `Default: ${JSON.stringify(get(defaults, key))}`)
   }
   return result.data
 }

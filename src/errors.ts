@@ -207,7 +207,7 @@ export const ERR_ELASTICSEARCH_INDEX = createError(
 export const ERR_QUESTION_INVALID = createError(
   'QUESTION_INVALID',
   400,
-  (problem: string) => `question ${problem}. Send a non-empty question within the server's maxQuestionLength`,
+  (problem: string) => `question ${problem}. Give a non-empty question of at most server.maxQuestionLength characters`,
 )
 
 export const ERR_BATCH_TOO_LARGE = createError(
@@ -228,6 +228,13 @@ export const ERR_QUERY_TOO_COSTLY = createError(
   (cost: number, max: number) => `query costs at least ${cost}, more than the limit of ${max} (ask costs 50 per question, search 5, any other field 1). Split it into several requests or raise server.maxCost`,
 )
 
+export const ERR_QUERY_TOO_DEEP = createError(
+  'QUERY_TOO_DEEP',
+  400,
+  (depth: number, max: number) =>
+    `query depth ${depth} is more than the limit of ${max} (nested fields; introspection's type and ofType wrappers do not count). Ask for fewer nested fields or raise server.maxDepth`,
+)
+
 /** `why`: what is full ("8 requests running and 64 queued", "the 40 requests ahead would not finish within ..."). */
 export const ERR_OVERLOADED = createError(
   'OVERLOADED',
@@ -240,6 +247,13 @@ export const ERR_ARGUMENT_INVALID = createError(
   400,
   (name: string, value: number, max: number, key: string) =>
     `argument ${name} is ${value}, outside [1, ${max}]. Give an integer from 1 to ${max} (the limit is ${key})`,
+)
+
+/** A request named a retriever this server cannot give it (`why`: what it serves, or what is missing). */
+export const ERR_RETRIEVER_UNAVAILABLE = createError(
+  'RETRIEVER_UNAVAILABLE',
+  400,
+  (kind: string, why: string) => `retriever ${kind} is not available here: ${why}. Leave the retriever argument out to use the server's own (health.retriever names it)`,
 )
 
 export const ERR_JOBS_DISABLED = createError(
@@ -286,7 +300,7 @@ export const ERR_OUTPUT_UNWRITABLE = createError(
 /** Every factory in the catalogue, for tests that check codes are unique and well formed. */
 export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_QUESTION_INVALID as ErrorFactory<never[]>, ERR_BATCH_TOO_LARGE as ErrorFactory<never[]>,
-  ERR_READER_UNAVAILABLE as ErrorFactory<never[]>, ERR_OVERLOADED as ErrorFactory<never[]>, ERR_TIMEOUT as ErrorFactory<never[]>, ERR_QUERY_TOO_COSTLY as ErrorFactory<never[]>,
+  ERR_READER_UNAVAILABLE as ErrorFactory<never[]>, ERR_OVERLOADED as ErrorFactory<never[]>, ERR_TIMEOUT as ErrorFactory<never[]>, ERR_QUERY_TOO_COSTLY as ErrorFactory<never[]>, ERR_QUERY_TOO_DEEP as ErrorFactory<never[]>,
   ERR_ELASTICSEARCH_UNAVAILABLE, ERR_ELASTICSEARCH_INDEX,
   ERR_USAGE, ERR_CONFIG_INVALID, ERR_CONFIG_FILE, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_EMPTY,
   ERR_SOURCE_FORMAT_UNKNOWN, ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED, ERR_STORE_NOT_FOUND,
@@ -294,5 +308,5 @@ export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_INTERNAL, ERR_SOURCE_CHANGED,
   ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID,
   ERR_MODEL_MISSING, ERR_VECTORS_MISSING, ERR_MODEL_INVALID, ERR_OUTPUT_UNWRITABLE,
-  ERR_ARGUMENT_INVALID, ERR_JOBS_DISABLED, ERR_UNAUTHORIZED, ERR_PATH_NOT_ALLOWED, ERR_HOST_NOT_ALLOWED,
+  ERR_ARGUMENT_INVALID, ERR_RETRIEVER_UNAVAILABLE, ERR_JOBS_DISABLED, ERR_UNAUTHORIZED, ERR_PATH_NOT_ALLOWED, ERR_HOST_NOT_ALLOWED,
 ] as unknown as readonly ErrorFactory<never[]>[]

@@ -11,12 +11,13 @@ import { runLucene, runOurBm25 } from '../bench/bm25-vs-lucene.js'
 import { buildIndex } from '../index/build-index.js'
 import { loadQuestions } from '../src/eval/questions.js'
 import { silentLogger } from '../src/log.js'
+import { prerequisite } from './helpers/prerequisite.js'
 import { sharedFile } from './helpers/shared-data.js'
 
 const peer = lucenePeerAvailability()
 const tsv = sharedFile('corpus/dpr-asqa300.tsv')
 const dev = sharedFile('ambignq/dev_light.json')
-const skip = !peer.ok ? `Lucene peer unavailable (${peer.reason})` : tsv.skip || dev.skip
+const skip = prerequisite(peer.ok ? false : `Lucene peer unavailable (${peer.reason})`) || tsv.skip || dev.skip
 
 test('rankings and scores equal Lucene 8 BM25 (k1 0.9, b 0.4, title + text)', { skip, timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'parity-'))

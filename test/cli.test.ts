@@ -106,3 +106,23 @@ test('index stats | head and search | head: a reader that goes away ends the com
     assert.doesNotMatch(result.stderr, /EPIPE|Error/, args.join(' '))
   }
 })
+
+test('ask and search refuse what the server refuses, before loading anything: an empty question, a count out of bounds', async () => {
+  const cases: [string[], RegExp][] = [
+    [['ask', ''], /AMBIGQA_ERR_QUESTION_INVALID: question is empty\. Give a non-empty question/],
+    [['ask', '   '], /AMBIGQA_ERR_QUESTION_INVALID: question is empty/],
+    [['search', ''], /AMBIGQA_ERR_QUESTION_INVALID: question is empty/],
+    [['ask', 'who wrote dracula', '--read', '0'], /AMBIGQA_ERR_ARGUMENT_INVALID: argument --read is 0, outside \[1, 1000\]/],
+    [['ask', 'who wrote dracula', '--retrieve', '100000'], /AMBIGQA_ERR_ARGUMENT_INVALID: argument --retrieve is 100000, outside \[1, 1000\]/],
+    [['search', 'who wrote dracula', '--k', '-1'], /AMBIGQA_ERR_ARGUMENT_INVALID: argument --k is -1, outside \[1, 1000\]/],
+  ]
+  assert.ok(cases.length > 0)
+  // A store that does not exist: the argument is refused before the store is opened.
+  const store = join(mkdtempSync(join(tmpdir(), 'cli-args-')), 'none')
+  for (const [args, message] of cases) {
+    const result = await runCli([...args, '--store', store])
+    assert.equal(result.code, 1, args.join(' '))
+    assert.match(result.stderr, message, args.join(' '))
+    assert.equal(result.stdout, '', args.join(' '))
+  }
+})

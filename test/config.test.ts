@@ -81,3 +81,11 @@ test('server.jobs on needs a token of 16 characters and a data root; the environ
   assert.deepEqual([config.server.jobs, config.server.dataRoots, config.server.allowedHosts], [true, ['/data/a', '/data/b'], ['qa.example.org']])
   assert.equal(loadConfig({ env: {}, cwd: mkdtempSync(join(tmpdir(), 'cfg-')) }).server.jobs, false)
 })
+
+test('server.maxCost must admit a full askMany of server.maxBatch questions (50 each); the defaults agree', () => {
+  const config = loadConfig({ env: {}, cwd: mkdtempSync(join(tmpdir(), 'cfg-')) })
+  assert.ok(config.server.maxCost >= 50 * config.server.maxBatch, `${config.server.maxCost} < 50 × ${config.server.maxBatch}`)
+  assert.throws(() => loadConfig({ env: { AMBIGQA_SERVER_MAX_COST: '500' }, cwd: mkdtempSync(join(tmpdir(), 'cfg-')) }), (err: Error & { code?: string }) =>
+    err.code === 'AMBIGQA_ERR_CONFIG_INVALID' && /'server\.maxCost'.*server\.maxBatch 32 × 50 per question = 1600.*raise server\.maxCost to at least 1600 or lower server\.maxBatch/.test(err.message))
+  assert.equal(loadConfig({ env: { AMBIGQA_SERVER_MAX_COST: '500', AMBIGQA_SERVER_MAX_BATCH: '10' }, cwd: mkdtempSync(join(tmpdir(), 'cfg-')) }).server.maxCost, 500)
+})

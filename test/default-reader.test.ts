@@ -14,11 +14,12 @@ import type { Pipeline } from '../src/pipeline/pipeline.js'
 import { silentLogger } from '../src/log.js'
 import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR } from '../src/paths.js'
 import { buildDemoStore } from './helpers/demo-store.js'
+import { prerequisite } from './helpers/prerequisite.js'
 
 const shipped = existsSync(`${DEFAULT_READER_DIR}/reader/encoder_model_quantized.onnx`)
 const encoder = existsSync(join(DEFAULT_ENCODERS_DIR, defaults.dense.model, 'model.onnx'))
-const skip = !shipped ? `no shipped reader in ${DEFAULT_READER_DIR}/reader (scripts/train-defaults builds it)`
-  : !encoder ? `needs models/encoders/${defaults.dense.model}: run scripts/assets ${defaults.dense.model}` : false
+const skip = prerequisite(!shipped ? `no shipped reader in ${DEFAULT_READER_DIR}/reader (scripts/train-defaults builds it)`
+  : !encoder ? `needs models/encoders/${defaults.dense.model}: run scripts/assets ${defaults.dense.model}` : false)
 let pipeline: Pipeline
 
 before(async () => {

@@ -11,9 +11,11 @@ import { encodeStore, loadVectors } from '../retriever/dense-vectors.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { silentLogger } from '../src/log.js'
 import { DEFAULT_ENCODERS_DIR } from '../src/paths.js'
+import { prerequisite } from './helpers/prerequisite.js'
 
 const MODEL = 'e5-small-v2-int8'
-const skip = existsSync(join(DEFAULT_ENCODERS_DIR, MODEL, 'model.onnx')) ? false : `needs models/encoders/${MODEL}: run scripts/assets ${MODEL}`
+const encoderMissing = (name: string) => prerequisite(existsSync(join(DEFAULT_ENCODERS_DIR, name, 'model.onnx')) ? false : `needs models/encoders/${name}: run scripts/assets ${name}`)
+const skip = encoderMissing(MODEL)
 const cos = (a: Float32Array, b: Float32Array) => a.reduce((sum, x, i) => sum + x * b[i]!, 0)
 
 test('e5 puts a question nearest the passage that answers it; vectors are unit length', { skip }, async () => {
@@ -35,7 +37,7 @@ test('e5 puts a question nearest the passage that answers it; vectors are unit l
   await encoder.close()
 })
 
-test('fp32 and int8 encoders agree', { skip: skip || (existsSync(join(DEFAULT_ENCODERS_DIR, 'e5-small-v2', 'model.onnx')) ? false : 'needs models/encoders/e5-small-v2: run scripts/assets e5-small-v2') }, async () => {
+test('fp32 and int8 encoders agree', { skip: skip || encoderMissing('e5-small-v2') }, async () => {
   const fp32 = await DenseEncoder.load('e5-small-v2', DEFAULT_ENCODERS_DIR, 1)
   const int8 = await DenseEncoder.load(MODEL, DEFAULT_ENCODERS_DIR, 1)
   const text = ['The 1989 World Series was played between the Oakland Athletics and the San Francisco Giants.']

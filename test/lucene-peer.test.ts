@@ -2,22 +2,19 @@
 // are absent, so a fresh clone without liblucene8-java still passes.
 
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
 
 import { luceneAnalyze, lucenePeerAvailability, runLucenePeer, type LucenePeerResult, type PeerPassage } from '../bench/lucene-peer.js'
+import { prerequisite } from './helpers/prerequisite.js'
+import { sharedFile } from './helpers/shared-data.js'
 
 const avail = lucenePeerAvailability()
-const peerSkip: string | false = avail.ok ? false : `Lucene peer unavailable (${avail.reason}); skipping`
-if (peerSkip !== false) console.log(peerSkip)
-
-const dataDir = path.resolve(process.cwd(), '..', 'shared', 'data')
-const haystack = path.join(dataDir, 'corpus', 'dpr-haystack751.tsv')
-const dataSkip: string | false = existsSync(haystack) ? false : `${haystack} not found (../shared/data is absent); skipping`
-if (peerSkip === false && dataSkip !== false) console.log(dataSkip)
+const peerSkip = prerequisite(avail.ok ? false : `Lucene peer unavailable (${avail.reason})`)
+const { path: haystack, skip: dataSkip } = sharedFile('corpus/dpr-haystack751.tsv')
 
 /** Minimal DPR TSV parse: header `id\ttext\ttitle`, fields optionally CSV-quoted with "" for ". */
 function readDprTsv(file: string, limit: number): PeerPassage[] {

@@ -15,9 +15,10 @@ import {
   writeMediaWikiDumpMultistream,
   type DumpArticle,
 } from './helpers/make-dump.js'
+import { prerequisite } from './helpers/prerequisite.js'
 
 const CORPUS = resolve(process.cwd(), '../shared/data/corpus/wikitext')
-const NO_CORPUS = existsSync(CORPUS) ? false : `the real articles are absent (${CORPUS}); put the shared data folder beside the project`
+const NO_CORPUS = prerequisite(existsSync(CORPUS) ? false : `the real articles are absent (${CORPUS}); put the shared data folder beside the project`)
 const FORBIDDEN = ['{{', '}}', '[[', ']]', '<ref', '{|', '[[Category:', '[[Kategorie:', '[[File:', '[[Datei:']
 
 async function collect(reader: PassageReader, from: ResumePoint = { records: 0 }): Promise<ReadItem[]> {

@@ -3,9 +3,10 @@
 // outputs for greedy, beam search (length penalty, no-repeat n-grams, early stopping, several
 // returned sequences, forced EOS) and forced decoder prefixes, one by one and in padded batches.
 import assert from 'node:assert/strict'
-import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { pino } from 'pino'
 import { BatchQueue } from '../reader/batch-queue.js'
@@ -130,20 +131,32 @@ test('int8: loads the quantised files and matches onnxruntime-python on the same
   }
 })
 
+// Without onnxruntime's CUDA provider library (scripts/install sets ONNXRUNTIME_NODE_INSTALL=skip,
+// so it is never fetched) a CUDA session cannot be made, whatever the hardware.
+const ORT_BIN = join(dirname(createRequire(import.meta.url).resolve('onnxruntime-node/package.json')), 'bin', 'napi-v6', process.platform, process.arch)
+const cudaProvider = existsSync(join(ORT_BIN, 'libonnxruntime_providers_cuda.so'))
+
 test('device cuda on a machine without it: one warning, then the CPU, same tokens', { skip: fixture.skip }, async () => {
   const lines: string[] = []
   const logger = pino({ level: 'warn' }, { write: (line: string) => { lines.push(line) } })
-  const onCuda = await Seq2SeqModel.load(fixture.dir!, { precision: 'fp32', device: 'cuda', logger })
-  try {
-    const c = reference.cases.find((x) => x.setting === 'greedy')!
-    const got = await generate(onCuda, requestsOf(c), optionsOf(c.generation))
-    assert.deepEqual(got[0]![0]!.tokens, c.outputs[0]!.tokens)
-  } finally {
-    await onCuda.close()
+  const c = reference.cases.find((x) => x.setting === 'greedy')!
+  // Two loads: the first tries CUDA and warns; the second goes to the CPU without a word.
+  for (let i = 0; i < 2; i++) {
+    const onCuda = await Seq2SeqModel.load(fixture.dir!, { precision: 'fp32', device: 'cuda', logger })
+    try {
+      const got = await generate(onCuda, requestsOf(c), optionsOf(c.generation))
+      assert.deepEqual(got[0]![0]!.tokens, c.outputs[0]!.tokens)
+    } finally {
+      await onCuda.close()
+    }
   }
-  // Warned at most once per process (another test may have triggered it first), never thrown.
-  assert.ok(lines.length <= 1)
-  if (lines.length === 1) assert.match(lines[0]!, /cuda is not usable here; running the reader on the CPU/)
+  if (cudaProvider) {
+    // The provider is installed: a GPU may or may not be there, but never more than one warning.
+    assert.ok(lines.length <= 1, lines.join('\n'))
+  } else {
+    assert.equal(lines.length, 1, `one warning for the process, got: ${lines.join('\n')}`)
+    assert.match(JSON.parse(lines[0]!).msg as string, /^device cuda is not usable here; running the reader on the CPU/)
+  }
 })
 
 test('missing or inconsistent model files: errors that name the file and the command that makes it', { skip: fixture.skip }, async () => {
@@ -188,22 +201,33 @@ test('SpanSeqGen: known answers forced as the prefix come first, answers are dis
   for (const a of answers!) assert.ok(a.probability > 0 && a.probability <= 1)
 })
 
+// Questions and passages like the fixture's training examples (train/ambigqa_train/fixture.py
+// BUILTIN), so that the tiny model reads them the same on every machine.
+const microsoft = [
+  passage('1', 'Microsoft', 'Microsoft was founded by Bill Gates and Paul Allen on April 4, 1975, in Albuquerque, New Mexico.'),
+  passage('2', 'Bill Gates', 'Bill Gates founded Microsoft with his childhood friend Paul Allen.'),
+  passage('3', 'Volcano', 'Mount Etna erupted loudly over Catania.'),
+]
+
 test('readEach: the top passages read one at a time, answers pooled best first; known answers still read jointly', { skip: fixture.skip }, async () => {
-  const passages = [...worldSeries, passage('3', 'Volcano', 'Mount Etna erupted loudly over Catania.')]
-  const question = 'who played in the world series in 1989'
+  const passages = microsoft
+  const question = 'who founded microsoft'
   const options = { maxInputTokens: 256, constrainToPassages: true, generation: { numBeams: 1, maxLength: 24 }, readEach: 2 }
   const [pooled] = await new SpanSeqGen(model, { ...options, poolKeep: 0 }).read([{ question, passages }])
-  assert.ok(pooled!.length >= 1)
+  assert.ok(pooled!.length >= 1, 'the passages that answer the question give answers')
   for (const a of pooled!) {
     assert.ok(a.probability > 0 && a.probability <= 1)
     assert.ok(hasAnswer(passages.slice(0, 2).map((p) => `${p.title} ${p.text}`).join(' '), [a.answer]), `'${a.answer}' comes from a passage read`)
+    assert.ok(a.evidence.length > 0 && a.evidence.every((p) => p.id !== '3'), `'${a.answer}': evidence from the passages read`)
   }
   const probabilities = pooled!.map((a) => a.probability)
   assert.deepEqual(probabilities, [...probabilities].sort((a, b) => b - a), 'best pooled score first')
   const [best] = await new SpanSeqGen(model, { ...options, poolKeep: 1 }).read([{ question, passages }])
+  assert.ok(best!.length >= 1)
   assert.deepEqual(best!.map((a) => a.answer), pooled!.filter((a) => a.probability === pooled![0]!.probability).map((a) => a.answer))
-  const [known] = await new SpanSeqGen(model, { ...options, poolKeep: 0 }).read([{ question, passages, knownAnswers: ['Oakland Athletics'] }])
-  assert.equal(known![0]!.answer, 'Oakland Athletics')
+  const [known] = await new SpanSeqGen(model, { ...options, poolKeep: 0 }).read([{ question, passages, knownAnswers: ['Paul Allen'] }])
+  assert.ok(known!.length >= 1)
+  assert.equal(known![0]!.answer, 'Paul Allen')
   assert.equal(known![0]!.probability, 1)
 })
 
@@ -216,6 +240,7 @@ test('span-constrained decoding only produces spans of the passages, in whole wo
   const passages = [passage('p', title!, text.join(': '))]
   const [answers] = await reader.read([{ question: question!, passages }])
   const ids = reader.input({ question: question!, passages })
+  assert.ok(answers!.length > 0, 'the fixture model answers its own reference input')
   for (const a of answers!) {
     const tokens = model.tokenizer.encodePlain(a.answer.toLowerCase())
     const whole = (i: number) => !model.tokenizer.continuesWord(ids[i]!) && !model.tokenizer.continuesWord(ids[i + tokens.length] ?? 0)

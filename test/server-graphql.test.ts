@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
+import { getIntrospectionQuery } from 'graphql'
 import { SqlitePassageSource } from '../retriever/passage-source.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
@@ -75,7 +76,32 @@ test('query depth over the limit is refused', async () => {
   const instance = await app({ maxDepth: 2 })
   const { body } = await gql(instance, '{ ask(question: "q") { answers { evidence { id } } } }')
   assert.ok(body.errors?.length)
-  assert.match(body.errors![0]!.message, /depth/i)
+  assert.equal(code(body), 'AMBIGQA_ERR_QUERY_TOO_DEEP')
+  assert.match(body.errors![0]!.message, /depth 4 is more than the limit of 2.*server\.maxDepth/)
+  await instance.close()
+})
+
+test('GraphiQL\'s introspection query passes the default depth and cost limits; nesting introspection lists does not', async () => {
+  const instance = await app()
+  const full = await gql(instance, getIntrospectionQuery({ inputValueDeprecation: true, schemaDescription: true, specifiedByUrl: true, directiveIsRepeatable: true }))
+  assert.equal(full.status, 200, JSON.stringify(full.body.errors))
+  const types = full.body.data.__schema.types.map((t: { name: string }) => t.name)
+  assert.ok(types.length > 0)
+  assert.ok(types.includes('AnswerSet'))
+  const nested = await gql(instance, '{ __schema { types { fields { type { fields { type { fields { type { fields { name } } } } } } } } } }')
+  assert.equal(code(nested.body), 'AMBIGQA_ERR_QUERY_TOO_DEEP')
+  await instance.close()
+})
+
+test('the cost limit admits a full askMany batch (32 questions with the defaults) and the batch limit refuses 33', async () => {
+  const instance = await app()
+  const questions = (n: number) => Array.from({ length: n }, (_, i) => `question ${i}`)
+  const full = await gql(instance, 'query($qs: [String!]!) { askMany(questions: $qs) { question ambiguous answers { answer question confidence evidence { title } } } }', { qs: questions(32) })
+  assert.equal(code(full.body), 'AMBIGQA_ERR_READER_UNAVAILABLE', 'past the cost and batch limits, it meets the missing reader')
+  const literal = await gql(instance, `{ askMany(questions: ${JSON.stringify(questions(32))}) { question } }`)
+  assert.equal(code(literal.body), 'AMBIGQA_ERR_READER_UNAVAILABLE', 'a literal list is costed by its length too')
+  const over = await gql(instance, 'query($qs: [String!]!) { askMany(questions: $qs) { question } }', { qs: questions(33) })
+  assert.equal(code(over.body), 'AMBIGQA_ERR_BATCH_TOO_LARGE')
   await instance.close()
 })
 
@@ -124,6 +150,30 @@ test('body over bodyLimit is refused with 413; metrics and graphiql are served',
   const metrics = await instance.inject({ method: 'GET', url: '/metrics' })
   assert.match(metrics.body, /ambigqa_graphql_requests_total\{field="health",outcome="ok"\} 1/)
   assert.equal((await instance.inject({ method: 'GET', url: '/graphiql' })).statusCode, 200)
+  await instance.close()
+})
+
+test('GraphiQL works offline: its page loads every script and style from this server, none from a CDN', async () => {
+  const instance = await app()
+  const page = await instance.inject({ method: 'GET', url: '/graphiql' })
+  assert.equal(page.statusCode, 200)
+  assert.match(page.headers['content-type'] as string, /^text\/html/)
+  assert.doesNotMatch(page.body, /https?:\/\//, 'no absolute URL: nothing is fetched from elsewhere')
+  const urls = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!)
+  assert.ok(urls.length > 0)
+  assert.deepEqual(urls.filter((u) => !u.startsWith('/graphiql/assets/')), [])
+  for (const name of ['react.production.min.js', 'react-dom.production.min.js', 'graphiql.min.js', 'graphiql.min.css', 'start.js']) {
+    assert.ok(urls.includes(`/graphiql/assets/${name}`), name)
+  }
+  for (const url of urls) {
+    const asset = await instance.inject({ method: 'GET', url })
+    assert.equal(asset.statusCode, 200, url)
+    assert.match(asset.headers['content-type'] as string, url.endsWith('.css') ? /^text\/css/ : /^text\/javascript/, url)
+    assert.ok(asset.body.length > 100, url)
+  }
+  assert.match((await instance.inject({ method: 'GET', url: '/graphiql/assets/graphiql.min.js' })).body, /GraphiQL/)
+  assert.equal((await instance.inject({ method: 'GET', url: '/graphiql/assets/no-such.js' })).statusCode, 404)
+  assert.equal((await instance.inject({ method: 'GET', url: '/graphiql/assets/..%2F..%2Fpackage.json' })).statusCode, 404)
   await instance.close()
 })
 

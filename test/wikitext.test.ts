@@ -7,9 +7,10 @@ import type { Passage, ReadItem } from '../index/passage.js'
 import { splitIntoPassages } from '../index/split-passages.js'
 import { createWikitextDirReader } from '../index/wikitext-dir-reader.js'
 import { wikitextToText } from '../index/wikitext-to-text.js'
+import { prerequisite } from './helpers/prerequisite.js'
 
 const CORPUS = resolve(process.cwd(), '../shared/data/corpus/wikitext')
-const NO_CORPUS = existsSync(CORPUS) ? false : `the real articles are absent (${CORPUS}); put the shared data folder beside the project`
+const NO_CORPUS = prerequisite(existsSync(CORPUS) ? false : `the real articles are absent (${CORPUS}); put the shared data folder beside the project`)
 const FORBIDDEN = ['{{', '}}', '[[', ']]', '<ref', '{|', '[[Category:', '[[Kategorie:', '[[File:', '[[Datei:', '<!--']
 
 describe('splitIntoPassages', () => {

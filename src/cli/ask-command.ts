@@ -1,4 +1,5 @@
 import type { Command } from 'commander'
+import { checkCount, checkQuestion } from '../pipeline/ask-arguments.js'
 import { openPipeline } from '../pipeline/open-pipeline.js'
 import { contextFor, parseNumber } from './context.js'
 
@@ -12,11 +13,15 @@ export function registerAskCommand(program: Command): void {
     .option('--store <dir>', 'store folder (default: config "store")')
     .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
     .option('--json', 'print JSON')
-    .action(async (question: string, opts, command: Command) => {
+    .action(async (asked: string, opts, command: Command) => {
       const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever })
+      // The server's checks and limits, before any model loads.
+      const question = checkQuestion(asked, ctx.config.server.maxQuestionLength)
+      const retrieve = checkCount('--retrieve', opts.retrieve, ctx.config.server.maxK, 'server.maxK')
+      const read = checkCount('--read', opts.read, ctx.config.server.maxK, 'server.maxK')
       const pipeline = await openPipeline(ctx.config, ctx.log)
       try {
-        const result = await pipeline.ask(question, { retrieve: opts.retrieve, read: opts.read })
+        const result = await pipeline.ask(question, { retrieve, read })
         if (opts.json) {
           const { passages: _retrieved, ...rest } = result
           ctx.out(JSON.stringify(rest))

@@ -1,5 +1,6 @@
 import type { Command } from 'commander'
 import { openRetriever } from '../../retriever/open-retriever.js'
+import { checkCount, checkQuestion } from '../pipeline/ask-arguments.js'
 import { contextFor, parseNumber } from './context.js'
 
 export function registerSearchCommand(program: Command): void {
@@ -13,12 +14,14 @@ export function registerSearchCommand(program: Command): void {
     .option('--k1 <k1>', 'BM25 k1 (default 0.9)', parseNumber('--k1'))
     .option('--b <b>', 'BM25 b (default 0.4)', parseNumber('--b'))
     .option('--json', 'print JSON')
-    .action(async (question: string, opts, command: Command) => {
+    .action(async (asked: string, opts, command: Command) => {
       const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever, 'bm25.k1': opts.k1, 'bm25.b': opts.b })
+      const question = checkQuestion(asked, ctx.config.server.maxQuestionLength)
+      const k = checkCount('--k', opts.k, ctx.config.server.maxK, 'server.maxK')
       const retriever = await openRetriever(ctx.config)
       try {
         const started = performance.now()
-        const hits = await retriever.search(question, opts.k)
+        const hits = await retriever.search(question, k)
         const ms = performance.now() - started
         if (opts.json) {
           ctx.out(JSON.stringify({ question, ms, hits }))

@@ -16,7 +16,7 @@ export function registerServeCommand(program: Command): void {
     .option('--max-batch <n>', 'most questions in one askMany (default 32)', parseNumber('--max-batch'))
     .option('--max-k <n>', 'largest search k and ask retrieve / read (default 1000)', parseNumber('--max-k'))
     .option('--max-depth <n>', 'deepest query (default 6)', parseNumber('--max-depth'))
-    .option('--max-cost <n>', 'costliest query: ask 50 per question, search 5, other fields 1 (default 500)', parseNumber('--max-cost'))
+    .option('--max-cost <n>', 'costliest query: ask 50 per question, search 5, other fields 1; at least 50 x --max-batch (default 1700)', parseNumber('--max-cost'))
     .option('--concurrency <n>', 'requests run at once (default 8)', parseNumber('--concurrency'))
     .option('--queue <n>', 'requests waiting before 503 (default 64)', parseNumber('--queue'))
     .option('--timeout-ms <ms>', 'per-request timeout (default 30000)', parseNumber('--timeout-ms'))

@@ -23,7 +23,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
 export function runPython(module: string, args: string[]): number {
   const python = join(ROOT, '.venv-train/bin/python')
   if (!existsSync(python)) {
-    throw ERR_USAGE(`the training environment ${python} is missing`, 'Run scripts/train-env first (about 3 GB, once)')
+    throw ERR_USAGE(`the training environment ${python} is missing`, 'Run scripts/train-env first (Python 3.11; about 5 GB installed, once)')
   }
   const env = { ...process.env, PYTHONPATH: join(ROOT, 'train'), HF_HUB_OFFLINE: '1' }
   const res = spawnSync(python, ['-m', `ambigqa_train.${module}`, ...args], { stdio: 'inherit', env })

@@ -22,10 +22,12 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
     throw error
   }
   const closeReranker = async () => { await reranker?.close() }
+  // Other kinds open on request from the same configuration (the server's retriever argument).
+  const retrievers = { retriever, retrieverKind: config.retriever, openRetriever: (kind: Config['retriever']) => openRetriever({ ...config, retriever: kind }) }
   try {
     const reader = await Reader.open(config.reader, logger)
     return new Pipeline({
-      retriever, ...(reranker ? { reranker } : {}), reader: reader.readStage, disambiguator: reader.disambiguateStage,
+      ...retrievers, ...(reranker ? { reranker } : {}), reader: reader.readStage, disambiguator: reader.disambiguateStage,
       close: async () => { await reader.close(); await closeReranker() },
     })
   } catch (error) {
@@ -35,6 +37,6 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
       throw error
     }
     logger.warn({ code: error.code }, `reader not loaded: ${error.message}`)
-    return new Pipeline({ retriever, ...(reranker ? { reranker } : {}), readerProblem: error.message, close: closeReranker })
+    return new Pipeline({ ...retrievers, ...(reranker ? { reranker } : {}), readerProblem: error.message, close: closeReranker })
   }
 }

@@ -1,7 +1,8 @@
 // The answering pipeline: retriever → reranker → reader → question disambiguation. Each stage
 // takes the previous stage's output and adds one thing, and records its own time.
 import type { Retriever, RetrievedPassage } from '../../retriever/retriever.js'
-import { ERR_READER_UNAVAILABLE } from '../errors.js'
+import type { Config } from '../config.js'
+import { AmbigqaError, ERR_READER_UNAVAILABLE, ERR_RETRIEVER_UNAVAILABLE } from '../errors.js'
 
 export interface StageTimings {
   retrievalMs: number
@@ -20,7 +21,11 @@ export interface Disambiguated extends Read { answers: (ReadAnswer & { question:
 /** A stage: the previous stage's output in, the same plus one thing out. */
 export interface Stage<In, Out> { readonly name: string; run(input: In, signal?: AbortSignal): Promise<Out> }
 
-export interface AskOptions { retrieve: number; read: number }
+/** A retriever by its configuration name (bm25-sqlite, bm25-es, dense, dense-es, hybrid). */
+export type RetrieverKind = Config['retriever']
+
+/** `retriever`: another kind than the configured one, for this request (see Pipeline.retrieverFor). */
+export interface AskOptions { retrieve: number; read: number; retriever?: RetrieverKind }
 
 /** Reorders the retrieved passages and keeps the `read` best for the reader. */
 export interface Reranker {
@@ -30,6 +35,11 @@ export interface Reranker {
 
 export interface PipelineStages {
   retriever: Retriever
+  /** The configured retriever's kind: a request that names it gets `retriever` itself. */
+  retrieverKind?: RetrieverKind
+  /** Opens a retriever of another kind, from the same configuration, when a request names one;
+   * without it only the configured retriever is served. */
+  openRetriever?: (kind: RetrieverKind) => Promise<Retriever>
   reranker?: Reranker
   reader?: Stage<Reranked, Read>
   disambiguator?: Stage<Read, Disambiguated>
@@ -43,15 +53,40 @@ export interface PipelineStages {
 export const passThroughReranker: Reranker = { name: 'none', rerank: async (input, read) => ({ ...input, reranked: input.passages.slice(0, read) }) }
 
 export class Pipeline {
+  /** Retrievers opened for requests that named another kind, kept for the next ones. */
+  private readonly opened = new Map<RetrieverKind, Promise<Retriever>>()
+
   constructor(readonly stages: PipelineStages) {}
+
+  /** The retriever a request asks for: the configured one unless it names another kind, which is
+   * opened on first use. What cannot be opened (no vectors, no encoder, no store) is an error with
+   * its code; Elasticsearch that is down fails at search time, with its own code. */
+  async retrieverFor(kind?: RetrieverKind): Promise<Retriever> {
+    // Without a kind, the retriever's name (bm25-sqlite and bm25-es are named by their kind).
+    const own = this.stages.retrieverKind ?? this.stages.retriever.name
+    if (kind === undefined || kind === own) return this.stages.retriever
+    const open = this.stages.openRetriever
+    if (!open) throw ERR_RETRIEVER_UNAVAILABLE(kind, `this server serves only ${own}`)
+    let opening = this.opened.get(kind)
+    if (!opening) {
+      opening = open(kind).catch((error: unknown) => {
+        // Not kept: the vectors may be encoded, or the model fetched, before the next request.
+        this.opened.delete(kind)
+        throw error instanceof AmbigqaError ? error : ERR_RETRIEVER_UNAVAILABLE.withCause(error, kind, error instanceof Error ? error.message : String(error))
+      })
+      this.opened.set(kind, opening)
+    }
+    return opening
+  }
 
   get readerAvailable(): boolean {
     return this.stages.reader !== undefined && this.stages.disambiguator !== undefined
   }
 
-  async retrieve(question: string, k: number): Promise<Retrieved> {
+  async retrieve(question: string, k: number, kind?: RetrieverKind): Promise<Retrieved> {
     const start = performance.now()
-    const passages = await this.stages.retriever.search(question, k)
+    const retriever = await this.retrieverFor(kind)
+    const passages = await retriever.search(question, k)
     const retrievalMs = performance.now() - start
     return { question, passages, timings: { retrievalMs, totalMs: retrievalMs } }
   }
@@ -60,7 +95,7 @@ export class Pipeline {
     const { reader, disambiguator } = this.stages
     if (!reader || !disambiguator) throw ERR_READER_UNAVAILABLE('ask', this.stages.readerProblem ?? 'no reader was configured')
     const start = performance.now()
-    const retrieved = await this.retrieve(question, options.retrieve)
+    const retrieved = await this.retrieve(question, options.retrieve, options.retriever)
     const reranker = this.stages.reranker ?? passThroughReranker
     let t = performance.now()
     const reranked = await reranker.rerank(retrieved, options.read, signal)
@@ -76,6 +111,9 @@ export class Pipeline {
   }
 
   async close(): Promise<void> {
+    const opened = await Promise.allSettled(this.opened.values())
+    this.opened.clear()
+    for (const r of opened) if (r.status === 'fulfilled') await r.value.close()
     await this.stages.retriever.close()
     await this.stages.close?.()
   }

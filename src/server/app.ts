@@ -7,17 +7,20 @@ import mercurius from 'mercurius'
 import client from 'prom-client'
 import { defaults, type Config } from '../config.js'
 import {
-  AmbigqaError, ERR_ARGUMENT_INVALID, ERR_BATCH_TOO_LARGE, ERR_HOST_NOT_ALLOWED, ERR_QUERY_TOO_COSTLY, ERR_QUESTION_INVALID, ERR_READER_UNAVAILABLE, ERR_TIMEOUT,
+  AmbigqaError, ERR_BATCH_TOO_LARGE, ERR_HOST_NOT_ALLOWED, ERR_QUERY_TOO_COSTLY, ERR_READER_UNAVAILABLE, ERR_TIMEOUT,
 } from '../errors.js'
-import type { Pipeline } from '../pipeline/pipeline.js'
+import { checkCount as checkCountIn, checkQuestion as checkQuestionText } from '../pipeline/ask-arguments.js'
+import type { AskOptions, Pipeline, RetrieverKind } from '../pipeline/pipeline.js'
 import { asStoreError } from '../../retriever/passage-store.js'
 import type { PassageSource } from '../../retriever/passage-source.js'
+import { graphiqlPage } from './graphiql.js'
 import { checkHealth, standardProbes, type DependencyProbe } from './health.js'
 import { allowedHostnames, hostnameOf } from './host-check.js'
 import { authorizeJob, resolveDataPath, type JobAccess } from './job-access.js'
 import { Jobs } from './jobs.js'
 import { Limiter } from './limiter.js'
 import { askManyCost, queryCostRule } from './query-cost.js'
+import { queryDepthRule } from './query-depth.js'
 import { silentLogger, type Logger } from '../log.js'
 
 export type ServerLimits = Pick<Config['server'], 'maxQuestionLength' | 'maxBatch' | 'maxK' | 'maxDepth' | 'maxCost' | 'concurrency' | 'queue' | 'timeoutMs'>
@@ -55,17 +58,8 @@ function toGraphqlError(error: unknown, storeDir: string): unknown {
   return error
 }
 
-function checkQuestion(question: string, limits: ServerLimits): string {
-  const trimmed = question.trim()
-  if (trimmed.length === 0) throw ERR_QUESTION_INVALID('is empty')
-  if (trimmed.length > limits.maxQuestionLength) throw ERR_QUESTION_INVALID(`has ${trimmed.length} characters, more than ${limits.maxQuestionLength}`)
-  return trimmed
-}
-
-function checkCount(name: string, value: number, limits: ServerLimits): number {
-  if (!Number.isInteger(value) || value < 1 || value > limits.maxK) throw ERR_ARGUMENT_INVALID(name, value, limits.maxK, 'server.maxK')
-  return value
-}
+const checkQuestion = (question: string, limits: ServerLimits) => checkQuestionText(question, limits.maxQuestionLength)
+const checkCount = (name: string, value: number, limits: ServerLimits) => checkCountIn(name, value, limits.maxK, 'server.maxK')
 
 /**
  * Runs `work` with a deadline counted from the request's arrival (queueing included). At the
@@ -141,12 +135,20 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
       }
     }
 
+  type RetrieverName = 'BM25_SQLITE' | 'BM25_ES' | 'DENSE' | 'DENSE_ES' | 'HYBRID'
+  // The schema's enum names the configuration's retriever kinds (BM25_SQLITE is bm25-sqlite).
+  const kindOf = (name?: RetrieverName | null): RetrieverKind | undefined => (name ? (name.toLowerCase().replace(/_/g, '-') as RetrieverKind) : undefined)
+  type AskOptionsInput = { retrieve?: number | null; read?: number | null; retriever?: RetrieverName | null }
   const passageOut = (p: { id: string; title: string; text: string; score?: number }) => ({ id: p.id, title: p.title, text: p.text, score: p.score ?? null })
   // The schema's defaults (100 and 10), cut to maxK so a server with a lower limit still accepts them.
-  const askOptions = (o?: { retrieve?: number | null; read?: number | null }) => ({
-    retrieve: checkCount('options.retrieve', o?.retrieve ?? Math.min(100, limits.maxK), limits),
-    read: checkCount('options.read', o?.read ?? Math.min(10, limits.maxK), limits),
-  })
+  const askOptions = (o?: AskOptionsInput | null): AskOptions => {
+    const retriever = kindOf(o?.retriever)
+    return {
+      retrieve: checkCount('options.retrieve', o?.retrieve ?? Math.min(100, limits.maxK), limits),
+      read: checkCount('options.read', o?.read ?? Math.min(10, limits.maxK), limits),
+      ...(retriever ? { retriever } : {}),
+    }
+  }
   const health = async () => {
     const report = await checkHealth(probes)
     const passages = await options.passages.count().catch(() => null)
@@ -155,10 +157,10 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
 
   const resolvers = {
     Query: {
-      search: guarded('search', true, async (args: { question: string; k?: number | null }) => {
+      search: guarded('search', true, async (args: { question: string; k?: number | null; retriever?: RetrieverName | null }) => {
         const question = checkQuestion(args.question, limits)
         const k = checkCount('k', args.k ?? 10, limits)
-        const { passages } = await options.pipeline.retrieve(question, k)
+        const { passages } = await options.pipeline.retrieve(question, k, kindOf(args.retriever))
         return passages.map(passageOut)
       }),
       passage: guarded('passage', false, async (args: { id: string }) => {
@@ -166,11 +168,11 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
         return p ? passageOut(p) : null
       }),
       health: guarded('health', false, health),
-      ask: guarded('ask', true, async (args: { question: string; options?: { retrieve?: number | null; read?: number | null } }, { signal }) => {
+      ask: guarded('ask', true, async (args: { question: string; options?: AskOptionsInput | null }, { signal }) => {
         const question = checkQuestion(args.question, limits)
         return options.pipeline.ask(question, askOptions(args.options), signal)
       }),
-      askMany: guarded('askMany', true, async (args: { questions: string[]; options?: { retrieve?: number | null; read?: number | null } }, { signal }) => {
+      askMany: guarded('askMany', true, async (args: { questions: string[]; options?: AskOptionsInput | null }, { signal }) => {
         if (args.questions.length > limits.maxBatch) throw ERR_BATCH_TOO_LARGE(args.questions.length, limits.maxBatch)
         if (askManyCost(args.questions.length) > limits.maxCost) throw ERR_QUERY_TOO_COSTLY(askManyCost(args.questions.length), limits.maxCost)
         const questions = args.questions.map((q) => checkQuestion(q, limits))
@@ -204,12 +206,14 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
   await app.register(mercurius, {
     schema: readFileSync(resolve(import.meta.dirname, '../../../schema.graphql'), 'utf8'),
     resolvers: resolvers as never,
-    graphiql: true,
+    // Our own page (graphiql.ts): mercurius's loads React and GraphiQL from a CDN.
+    graphiql: false,
     subscription: true,
-    queryDepth: limits.maxDepth,
-    validationRules: [queryCostRule(limits.maxCost)],
+    // Our depth rule (query-depth.ts) instead of mercurius's queryDepth, which refuses introspection.
+    validationRules: [queryDepthRule(limits.maxDepth), queryCostRule(limits.maxCost)],
   })
 
+  await app.register(graphiqlPage)
   app.get('/metrics', async (_request, reply) => {
     reply.header('content-type', registry.contentType)
     return registry.metrics()

@@ -5,9 +5,10 @@
 // the resolver runs (askManyCost).
 // Fragments are expanded, so a fragment repeated under aliases is counted every time.
 import { GraphQLError, Kind, type FragmentDefinitionNode, type SelectionSetNode, type ValidationRule } from 'graphql'
+import { ASK_COST_PER_QUESTION } from '../config.js'
 import { ERR_QUERY_TOO_COSTLY } from '../errors.js'
 
-export const FIELD_COSTS: Readonly<Record<string, number>> = { ask: 50, askMany: 50, search: 5, startIndexing: 50, startEvaluation: 50 }
+export const FIELD_COSTS: Readonly<Record<string, number>> = { ask: ASK_COST_PER_QUESTION, askMany: ASK_COST_PER_QUESTION, search: 5, startIndexing: 50, startEvaluation: 50 }
 
 export function askManyCost(questions: number): number {
   return FIELD_COSTS.askMany! * questions

@@ -1,15 +1,18 @@
 """A parity fixture for the TypeScript ONNX reader: a tiny BART, its ONNX export (fp32 and int8)
 and reference generations from transformers' `generate` (the torch model).
 
-`python -m ambigqa_train.fixture --out DIR [--seed 0] [--source auto|builtin|squad] [--steps 300]`
+`python -m ambigqa_train.fixture --out DIR [--seed 0] [--source builtin|squad|auto] [--steps 300]`
 
 1. A tiny `BartForConditionalGeneration` (d_model 64, 2 encoder + 2 decoder layers, 4 heads, FFN
    128, random init) with the project's tokenizer and special tokens, built by warm_start's
    `load_tokenizer` / `bart_config` / `set_layer_norm_eps` (LayerNorm eps 1e-12 as in production).
 2. Trained for a few hundred steps (train_seq2seq's `encode`: target tokens + [SEP], no [CLS]) on a
    copy task: `question [SEP] title: text` → the answer span(s) of the text joined by " <SEP> ".
-   Examples: SQuAD dev (../shared/data/squad/dev-v1.1.json) when present (`auto`), else the
-   built-in list below; two held-out examples are never trained on.
+   Examples: the built-in list below (the default, `builtin`), so that every machine makes the
+   same model whether or not ../shared is beside the project (the tests that read the fixture
+   must give the same results on a fresh clone as in CI); `squad` uses SQuAD dev
+   (../shared/data/squad/dev-v1.1.json), `auto` SQuAD when present; two held-out examples are
+   never trained on.
 3. Exported with export_onnx (fp32 + int8) into DIR; generation_config.json holds every setting
    explicitly (transformers' own save drops defaults).
 4. DIR/reference.json: cases (settings × inputs, one-by-one and padded batches) with inputs,
@@ -502,7 +505,7 @@ NOTES = [
 ]
 
 
-def build(out: Path, seed: int = 0, source: str = "auto", steps: int = 300, int8: bool = True,
+def build(out: Path, seed: int = 0, source: str = "builtin", steps: int = 300, int8: bool = True,
           ort_check: bool = True) -> dict[str, Any]:
     # One torch thread: at this size a second one buys nothing and spins when the other core is
     # busy (a 2-thread step was 10x slower beside a running training job). onnxruntime uses 2.
@@ -607,7 +610,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="ambigqa_train.fixture")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--source", choices=["auto", "builtin", "squad"], default="auto")
+    ap.add_argument("--source", choices=["auto", "builtin", "squad"], default="builtin")
     ap.add_argument("--steps", type=int, default=300)
     a = ap.parse_args(argv)
     print(json.dumps(build(a.out, a.seed, a.source, a.steps)))
