@@ -89,3 +89,21 @@ test('ask and askMany honour options.retriever: the configured kind answers as t
     assert.match(body.errors![0]!.message, /this server serves only bm25-sqlite/)
   }
 })
+
+test('ask without options.read reads the configured reader.read passages (pipeline read)', { skip: fixture.skip }, async () => {
+  // The real reader stage, watched: how many passages each request hands it.
+  const seen: number[] = []
+  const readStage = pipeline.stages.reader!
+  const watched = new Pipeline({ ...pipeline.stages, read: 3, reader: { name: 'reader', run: (input, signal) => { seen.push(input.reranked.length); return readStage.run(input, signal) } }, close: async () => {} })
+  const server = Fastify({ logger: false })
+  await server.register(ambigqaServer, { pipeline: watched, passages: new SqlitePassageSource(store), limits: {} })
+  try {
+    for (const options of ['', ', options: { read: 5 }']) {
+      const response = await server.inject({ method: 'POST', url: '/graphql', body: { query: `{ ask(question: "who wrote the harry potter books"${options}) { question } }` } })
+      assert.equal(response.statusCode, 200, response.body)
+    }
+    assert.deepEqual(seen, [3, 5])
+  } finally {
+    await server.close()
+  }
+})

@@ -9,7 +9,7 @@ export function registerAskCommand(program: Command): void {
     .description('answer a question: every plausible answer, its disambiguated question and its evidence')
     .argument('<question>', 'the question')
     .option('--retrieve <n>', 'passages retrieved', parseNumber('--retrieve'), 100)
-    .option('--read <n>', 'passages the reader reads', parseNumber('--read'), 10)
+    .option('--read <n>', 'passages the reader reads (default: config reader.read)', parseNumber('--read'))
     .option('--store <dir>', 'store folder (default: config "store")')
     .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
     .option('--json', 'print JSON')
@@ -18,7 +18,7 @@ export function registerAskCommand(program: Command): void {
       // The server's checks and limits, before any model loads.
       const question = checkQuestion(asked, ctx.config.server.maxQuestionLength)
       const retrieve = checkCount('--retrieve', opts.retrieve, ctx.config.server.maxK, 'server.maxK')
-      const read = checkCount('--read', opts.read, ctx.config.server.maxK, 'server.maxK')
+      const read = checkCount('--read', opts.read ?? ctx.config.reader.read, ctx.config.server.maxK, 'server.maxK')
       const pipeline = await openPipeline(ctx.config, ctx.log)
       try {
         const result = await pipeline.ask(question, { retrieve, read })

@@ -49,7 +49,7 @@ export function registerEvalCommands(program: Command): void {
     .option('--ids <file>', 'evaluate only these question ids (one per line), e.g. splits/eval-300.txt')
     .requiredOption('--out <dir>', 'output folder: progress.jsonl (resumable), predictions.json, predictions-answers.json, metrics.json, report.html')
     .option('--retrieve <n>', 'passages retrieved', parseNumber('--retrieve'), 100)
-    .option('--read <n>', 'passages the reader reads', parseNumber('--read'), 10)
+    .option('--read <n>', 'passages the reader reads (default: config reader.read)', parseNumber('--read'))
     .option('--concurrency <n>', 'questions in flight (default: config reader.maxBatch)', parseNumber('--concurrency'))
     .option('--limit <n>', 'evaluate only the first n questions', parseNumber('--limit'))
     .option('--store <dir>', 'store folder (default: config "store")')
@@ -58,7 +58,7 @@ export function registerEvalCommands(program: Command): void {
     .action(async (opts, command: Command) => {
       const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever })
       const retrieve = positiveInt('--retrieve', opts.retrieve, 10_000)
-      const read = positiveInt('--read', opts.read, 1_000)
+      const read = positiveInt('--read', opts.read ?? ctx.config.reader.read, 1_000)
       if (read > retrieve) throw ERR_USAGE(`--read ${read} is more than --retrieve ${retrieve}`, 'Read at most the passages retrieved')
       const concurrency = positiveInt('--concurrency', opts.concurrency ?? ctx.config.reader.maxBatch, 1_024)
       const limit = opts.limit === undefined ? undefined : positiveInt('--limit', opts.limit, Number.MAX_SAFE_INTEGER)

@@ -43,6 +43,8 @@ export interface PipelineStages {
   reranker?: Reranker
   reader?: Stage<Reranked, Read>
   disambiguator?: Stage<Read, Disambiguated>
+  /** Passages read when a request does not say (config reader.read; 10 when not given). */
+  read?: number
   /** Why the reader is missing, for the error `ask` gives. */
   readerProblem?: string
   /** Releases what the stages hold (model sessions), after the retriever. */
@@ -77,6 +79,11 @@ export class Pipeline {
       this.opened.set(kind, opening)
     }
     return opening
+  }
+
+  /** Passages the reader reads when a request does not say. */
+  get defaultRead(): number {
+    return this.stages.read ?? 10
   }
 
   get readerAvailable(): boolean {
