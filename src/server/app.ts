@@ -195,6 +195,9 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
         throw ERR_READER_UNAVAILABLE('startEvaluation', 'evaluation jobs from the API are not built yet; run `ambigqa eval ambignq`')
       }),
     },
+    AnswerSet: {
+      found: (set: { answers: unknown[] }) => set.answers.length > 0,
+    },
     Subscription: {
       jobProgress: {
         subscribe: (_root: unknown, args: { id: string }) => jobs.watch(args.id),
