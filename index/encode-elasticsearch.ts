@@ -4,13 +4,14 @@
 // order. The vectors come from the encoder, or from a SQLite store that already holds them for
 // the same passages (`--from-store`), so a corpus is encoded once for both backends.
 import type { Client } from '@elastic/elasticsearch'
-import { ERR_ELASTICSEARCH_INDEX, ERR_MODEL_MISSING, ERR_USAGE } from '../src/errors.js'
-import type { Logger } from '../src/log.js'
-import { Progress } from '../src/progress.js'
+import { ERR_ELASTICSEARCH_INDEX, ERR_MODEL_MISSING, ERR_USAGE } from '../src/core/errors.js'
+import type { Logger } from '../src/core/log.js'
+import { Progress } from '../src/core/progress.js'
 import { DenseEncoder, passageText } from '../retriever/dense-encoder.js'
 import { loadVectors } from '../retriever/dense-vectors.js'
 import { createEsClient, esError, type EsOptions } from '../retriever/elasticsearch-client.js'
 import { PassageStore } from '../retriever/passage-store.js'
+import { vectorField, vectorMapping } from '../retriever/dense-es-retriever.js'
 
 export interface EsEncodeOptions {
   es: EsOptions
@@ -21,15 +22,6 @@ export interface EsEncodeOptions {
   /** A SQLite store with this model's vectors of the same passages (same ids). */
   fromStore?: string
   log: Logger
-}
-
-/** The index field holding one encoder's vectors. */
-export function vectorField(model: string): string {
-  return `vector_${model.replace(/[^a-z0-9]+/gi, '_').toLowerCase()}`
-}
-
-export function vectorMapping(dims: number) {
-  return { type: 'dense_vector' as const, dims, index: true, similarity: 'dot_product' as const, index_options: { type: 'hnsw' as const, m: 16, ef_construction: 100 } }
 }
 
 type Doc = { id: string; title: string; text: string }

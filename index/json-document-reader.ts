@@ -2,8 +2,9 @@
 // whole, and a resume skips the records already consumed.
 import { readFileSync, statSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
-import { ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED } from '../src/errors.js'
-import type { Passage, PassageReader, ReadItem, ResumePoint } from './passage.js'
+import { ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED } from '../src/core/errors.js'
+import type { Passage } from '../src/core/passage.js'
+import type { PassageReader, ReadItem, ResumePoint } from './passage.js'
 
 export function createJsonDocumentReader(path: string, toPassages: (doc: unknown) => Passage[]): PassageReader {
   const totalBytes = statSync(path).size

@@ -1,7 +1,8 @@
 // Record numbering shared by the wikitext readers. A record is one passage yielded or one bad
 // source unit (page, file); ResumePoint.records counts them, and resuming re-reads the source
 // from its start and skips that many, which is simple and, with ordered output, deterministic.
-import type { Passage, ReadItem, ResumePoint } from './passage.js'
+import type { Passage } from '../src/core/passage.js'
+import type { ReadItem, ResumePoint } from './passage.js'
 
 /** What one source unit (a page, a file) turned into. */
 export type Outcome = { ok: true; passages: Passage[] } | { ok: false; error: Error }

@@ -1,9 +1,5 @@
-// The unit everything downstream works on. Ids are strings: DPR ids stay as DPR wrote them.
-export interface Passage {
-  id: string
-  title: string
-  text: string
-}
+// What an ingestion source yields: passages (src/core/passage.ts) with the point to resume from.
+import type { Passage } from '../src/core/passage.js'
 
 /** Where a reader can pick up again: how many records it has consumed, and for line-based
  * sources the byte offset and line number of the next record, so a resume need not re-read. */

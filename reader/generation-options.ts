@@ -1,7 +1,5 @@
 // Decoding settings, named and defaulted as transformers' GenerationConfig names them, so a
 // model folder's generation_config.json means the same here as in Python.
-import type { ModelConfig } from './seq2seq-model.js'
-
 export interface GenerationOptions {
   /** 1 is greedy search. */
   numBeams: number
@@ -29,8 +27,9 @@ function num(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined
 }
 
-/** generation_config.json first, then config.json (older exports keep the settings there). */
-export function generationDefaultsFrom(generation: Record<string, unknown>, config: Record<string, unknown>, model: ModelConfig): GenerationOptions {
+/** generation_config.json first, then config.json (older exports keep the settings there). Of the
+ * model only its EOS ids are read, so this module need not import seq2seq-model (which imports it). */
+export function generationDefaultsFrom(generation: Record<string, unknown>, config: Record<string, unknown>, model: { eosTokenIds: readonly number[] }): GenerationOptions {
   const pick = (key: string): unknown => generation[key] ?? config[key]
   const early = pick('early_stopping')
   const options: GenerationOptions = {

@@ -2,7 +2,7 @@
 // rewrite of the question that has that answer only. Input as the paper's QD model reads it, and
 // as train/ambigqa_train/data.py writes it: prompt question [SEP] target answer [SEP] the other
 // answers joined by the separator [SEP] passages.
-import type { RetrievedPassage } from '../retriever/retriever.js'
+import type { RetrievedPassage } from '../src/core/retriever.js'
 import { generate } from './generate.js'
 import type { GenerationOptions } from './generation-options.js'
 import { joinInput, passagesText } from './reader-input.js'

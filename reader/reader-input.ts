@@ -1,7 +1,7 @@
 // How the reader's inputs are written, exactly as train/ambigqa_train/data.py writes them:
 // `question [SEP] title: text [SEP] title: text ...`, cut by the tokenizer to the model's budget.
-import type { RetrievedPassage } from '../retriever/retriever.js'
-import { containsTokens, dprTokenSpans, dprTokens } from '../src/eval/has-answer.js'
+import type { RetrievedPassage } from '../src/core/retriever.js'
+import { containsTokens, dprTokenSpans, dprTokens } from '../src/core/has-answer.js'
 
 export const INPUT_SEPARATOR = ' [SEP] '
 

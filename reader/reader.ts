@@ -1,17 +1,34 @@
 // The reader of the pipeline: the answer set from SpanSeqGen or the extractive reader, and
 // question disambiguation for one rewrite per answer, each model loaded once and shared by all
 // requests through a batch queue.
-import type { Config } from '../src/config.js'
-import type { Logger } from '../src/log.js'
-import type { Disambiguated, Read, Reranked, Stage } from '../src/pipeline/pipeline.js'
+import type { Logger } from '../src/core/log.js'
+import type { Disambiguated, Read, Reranked, Stage } from '../src/core/stages.js'
 import { BatchQueue } from './batch-queue.js'
 import { ExtractiveReader } from './extractive-reader.js'
 import { QuestionDisambiguator, type DisambiguationItem } from './question-disambiguator.js'
 import { Seq2SeqModel } from './seq2seq-model.js'
 import { SpanSeqGen, type PredictedAnswer, type ReadingQuestion } from './span-seq-gen.js'
 
-/** The `reader.*` settings (src/config.ts documents each). */
-export type ReaderSettings = Config['reader']
+/** What the reader reads of the `reader.*` settings (src/core/config.ts documents each): its own
+ * type, so this library does not depend on the app's configuration. */
+export interface ReaderSettings {
+  kind: 'spanseqgen' | 'extractive'
+  spanseqgen: string
+  extractive: string
+  qd: string
+  precision: 'fp32' | 'int8'
+  device: 'cpu' | 'cuda'
+  threads: number
+  maxBatch: number
+  maxInputTokens: number
+  numBeams: number
+  constrainToPassages: boolean
+  readEach: number
+  poolKeep: number
+  keep: number
+  minProbability: number
+  maxAnswers: number
+}
 
 export class Reader {
   private readonly answerQueue: BatchQueue<ReadingQuestion, PredictedAnswer[]>

@@ -1,11 +1,19 @@
 // Dense retrieval on Elasticsearch: the question encoded here, then approximate kNN (HNSW) over
 // the index's vector field for that encoder (`ambigqa index encode --backend elasticsearch`).
 import type { Client } from '@elastic/elasticsearch'
-import { vectorField } from '../index/encode-elasticsearch.js'
-import { ERR_MODEL_MISSING } from '../src/errors.js'
+import { ERR_MODEL_MISSING } from '../src/core/errors.js'
 import type { DenseEncoder } from './dense-encoder.js'
 import { createEsClient, esError, type EsOptions } from './elasticsearch-client.js'
-import type { RetrievedPassage, Retriever } from './retriever.js'
+import type { RetrievedPassage, Retriever } from '../src/core/retriever.js'
+
+/** The index field holding one encoder's vectors. */
+export function vectorField(model: string): string {
+  return `vector_${model.replace(/[^a-z0-9]+/gi, '_').toLowerCase()}`
+}
+
+export function vectorMapping(dims: number) {
+  return { type: 'dense_vector' as const, dims, index: true, similarity: 'dot_product' as const, index_options: { type: 'hnsw' as const, m: 16, ef_construction: 100 } }
+}
 
 export class DenseEsRetriever implements Retriever {
   readonly name: string

@@ -1,5 +1,4 @@
 // The retriever the configuration names, opened on the configured store.
-import type { Config } from '../src/config.js'
 import { Bm25EsRetriever } from './bm25-es-retriever.js'
 import { Bm25SqliteRetriever } from './bm25-sqlite-retriever.js'
 import { DenseEncoder } from './dense-encoder.js'
@@ -7,11 +6,24 @@ import { DenseEsRetriever } from './dense-es-retriever.js'
 import { DenseRetriever } from './dense-retriever.js'
 import { HybridRetriever } from './hybrid-retriever.js'
 import { PassageStore } from './passage-store.js'
-import type { Retriever } from './retriever.js'
+import type { Retriever } from '../src/core/retriever.js'
+import type { Bm25Parameters } from './bm25-sqlite-retriever.js'
+import type { EsOptions } from './elasticsearch-client.js'
 
-type BaseRetriever = Exclude<Config['retriever'], 'hybrid'>
+type BaseRetriever = 'bm25-sqlite' | 'bm25-es' | 'dense' | 'dense-es'
 
-export async function openRetriever(config: Config): Promise<Retriever> {
+/** What opening a retriever reads of the configuration (the app's config has these keys; see
+ * src/core/config.ts): the retriever's own settings, so this library does not depend on the app's. */
+export interface RetrieverSettings {
+  retriever: BaseRetriever | 'hybrid'
+  store: string
+  bm25: Bm25Parameters
+  elasticsearch: EsOptions
+  dense: { model: string; modelsDir: string; threads: number }
+  hybrid: { retrievers: readonly BaseRetriever[]; fusion: 'rrf' | 'weighted'; rrfK: number; alpha: number; depth: number }
+}
+
+export async function openRetriever(config: RetrieverSettings): Promise<Retriever> {
   if (config.retriever !== 'hybrid') return openBase(config, config.retriever)
   const { retrievers, fusion, rrfK, alpha, depth } = config.hybrid
   const sources: Retriever[] = []
@@ -25,7 +37,7 @@ export async function openRetriever(config: Config): Promise<Retriever> {
   return new HybridRetriever(sources, { fusion: fusion === 'rrf' ? { kind: 'rrf', k: rrfK } : { kind: 'weighted', weights }, depth })
 }
 
-async function openBase(config: Config, kind: BaseRetriever): Promise<Retriever> {
+async function openBase(config: RetrieverSettings, kind: BaseRetriever): Promise<Retriever> {
   switch (kind) {
     case 'bm25-sqlite':
       return new Bm25SqliteRetriever(PassageStore.openReadOnly(config.store), config.bm25)

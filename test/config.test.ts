@@ -3,8 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
-import { defaults, loadConfig } from '../src/config.js'
-import { AmbigqaError } from '../src/errors.js'
+import { defaults, loadConfig } from '../src/core/config.js'
+import { AmbigqaError } from '../src/core/errors.js'
 
 const noEnv = {}
 

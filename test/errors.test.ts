@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import test from 'node:test'
-import { AmbigqaError, catalogue, ERR_SOURCE_MALFORMED, ERR_STORE_NOT_FOUND } from '../src/errors.js'
+import { AmbigqaError, catalogue, ERR_SOURCE_MALFORMED, ERR_STORE_NOT_FOUND } from '../src/core/errors.js'
 
 test('every error code is unique and prefixed AMBIGQA_ERR_', () => {
   const codes = catalogue.map((factory) => factory.code)

@@ -1,7 +1,7 @@
 import type { Command } from 'commander'
 import { buildIndex } from '../../index/build-index.js'
 import { EVAL_300_STORE, eval300Sources } from '../eval/eval-300.js'
-import { DEFAULT_SHARED_DATA } from '../paths.js'
+import { DEFAULT_SHARED_DATA } from '../core/paths.js'
 import { contextFor } from './context.js'
 
 export function registerBenchCommands(program: Command): void {

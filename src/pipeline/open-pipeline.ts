@@ -3,9 +3,9 @@
 import { openRetriever } from '../../retriever/open-retriever.js'
 import { Reader } from '../../reader/reader.js'
 import { CrossEncoderReranker } from '../../retriever/cross-encoder-reranker.js'
-import type { Config } from '../config.js'
-import { AmbigqaError } from '../errors.js'
-import { silentLogger, type Logger } from '../log.js'
+import type { Config } from '../core/config.js'
+import { AmbigqaError } from '../core/errors.js'
+import { silentLogger, type Logger } from '../core/log.js'
 import { Pipeline } from './pipeline.js'
 
 export async function openPipeline(config: Config, logger: Logger = silentLogger): Promise<Pipeline> {
@@ -15,7 +15,7 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
     // A configured reranker that does not load is an error: silently reading unranked passages
     // would change the answers without saying so.
     if (config.reranker.model) {
-      reranker = await CrossEncoderReranker.load(config.reranker.model, { ...config.reranker, threads: config.reader.threads, device: config.reader.device, logger })
+      reranker = await CrossEncoderReranker.load(config.reranker.model, { ...config.reranker, logger })
     }
   } catch (error) {
     await retriever.close()

@@ -1,37 +1,15 @@
 // The answering pipeline: retriever → reranker → reader → question disambiguation. Each stage
 // takes the previous stage's output and adds one thing, and records its own time.
-import type { Retriever, RetrievedPassage } from '../../retriever/retriever.js'
-import type { Config } from '../config.js'
-import { AmbigqaError, ERR_READER_UNAVAILABLE, ERR_RETRIEVER_UNAVAILABLE } from '../errors.js'
-
-export interface StageTimings {
-  retrievalMs: number
-  rerankMs?: number
-  readMs?: number
-  disambiguateMs?: number
-  totalMs: number
-}
-
-export interface Retrieved { question: string; passages: RetrievedPassage[]; timings: StageTimings }
-export interface Reranked extends Retrieved { reranked: RetrievedPassage[] }
-export interface ReadAnswer { answer: string; confidence: number; evidence: RetrievedPassage[] }
-export interface Read extends Reranked { answers: ReadAnswer[] }
-export interface Disambiguated extends Read { answers: (ReadAnswer & { question: string })[]; ambiguous: boolean }
-
-/** A stage: the previous stage's output in, the same plus one thing out. */
-export interface Stage<In, Out> { readonly name: string; run(input: In, signal?: AbortSignal): Promise<Out> }
+import type { Retriever } from '../core/retriever.js'
+import type { Disambiguated, Read, Reranked, Reranker, Retrieved, Stage } from '../core/stages.js'
+import type { Config } from '../core/config.js'
+import { AmbigqaError, ERR_READER_UNAVAILABLE, ERR_RETRIEVER_UNAVAILABLE } from '../core/errors.js'
 
 /** A retriever by its configuration name (bm25-sqlite, bm25-es, dense, dense-es, hybrid). */
 export type RetrieverKind = Config['retriever']
 
 /** `retriever`: another kind than the configured one, for this request (see Pipeline.retrieverFor). */
 export interface AskOptions { retrieve: number; read: number; retriever?: RetrieverKind }
-
-/** Reorders the retrieved passages and keeps the `read` best for the reader. */
-export interface Reranker {
-  readonly name: string
-  rerank(input: Retrieved, read: number, signal?: AbortSignal): Promise<Reranked>
-}
 
 export interface PipelineStages {
   retriever: Retriever

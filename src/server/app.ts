@@ -5,10 +5,10 @@ import { resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import mercurius from 'mercurius'
 import client from 'prom-client'
-import { defaults, type Config } from '../config.js'
+import { defaults, type Config } from '../core/config.js'
 import {
   AmbigqaError, ERR_BATCH_TOO_LARGE, ERR_HOST_NOT_ALLOWED, ERR_QUERY_TOO_COSTLY, ERR_READER_UNAVAILABLE, ERR_TIMEOUT,
-} from '../errors.js'
+} from '../core/errors.js'
 import { checkCount as checkCountIn, checkQuestion as checkQuestionText } from '../pipeline/ask-arguments.js'
 import type { AskOptions, Pipeline, RetrieverKind } from '../pipeline/pipeline.js'
 import { asStoreError } from '../../retriever/passage-store.js'
@@ -21,7 +21,7 @@ import { Jobs } from './jobs.js'
 import { Limiter } from './limiter.js'
 import { askManyCost, queryCostRule } from './query-cost.js'
 import { queryDepthRule } from './query-depth.js'
-import { silentLogger, type Logger } from '../log.js'
+import { silentLogger, type Logger } from '../core/log.js'
 
 export type ServerLimits = Pick<Config['server'], 'maxQuestionLength' | 'maxBatch' | 'maxK' | 'maxDepth' | 'maxCost' | 'concurrency' | 'queue' | 'timeoutMs'>
 

@@ -1,8 +1,8 @@
 // Creating onnxruntime sessions for the reader: CPU by default; `cuda` asks for the CUDA provider
 // and falls back to the CPU with one warning when the machine has no usable GPU, never a crash.
-import ort from '../src/onnx-runtime.js'
-import type { Logger } from '../src/log.js'
-import { silentLogger } from '../src/log.js'
+import ort from './onnx-runtime.js'
+import type { Logger } from './log.js'
+import { silentLogger } from './log.js'
 
 export type Device = 'cpu' | 'cuda'
 

@@ -1,6 +1,6 @@
 // One interface for every way of finding passages (BM25 on SQLite, Elasticsearch, dense,
 // hybrid): the pipeline and the evaluation depend on this and nothing more.
-import type { Passage } from '../index/passage.js'
+import type { Passage } from './passage.js'
 
 export interface RetrievedPassage extends Passage {
   score: number

@@ -66,7 +66,7 @@ const configSchema = z
         }
       }),
     reranker: z
-      .object({ model: z.string(), precision: z.enum(['fp32', 'int8']), maxTokens: z.number().int().min(16).max(4096), batchSize: z.number().int().min(1).max(1024) })
+      .object({ model: z.string(), precision: z.enum(['fp32', 'int8']), maxTokens: z.number().int().min(16).max(4096), batchSize: z.number().int().min(1).max(1024), device: z.enum(['cpu', 'cuda']), threads: z.number().int().min(0).max(64) })
       .strict(),
     reader: z
       .object({
@@ -117,7 +117,8 @@ export const defaults: Config = {
     jobs: false, authToken: '', dataRoots: [], allowedHosts: [],
   },
   // model: a cross-encoder folder (model.onnx + tokenizer.json); empty keeps the retriever's order.
-  reranker: { model: '', precision: 'int8', maxTokens: 256, batchSize: 16 },
+  // device, threads: its own, as the reader's (threads 0 lets onnxruntime choose).
+  reranker: { model: '', precision: 'int8', maxTokens: 256, batchSize: 16, device: 'cpu', threads: 2 },
   // The trained defaults live in assets/models (int8, rebuilt by scripts/train-defaults); one
   // folder may serve both tasks. maxBatch: questions decoded together; numBeams 0 keeps the
   // model's generation_config.json; constrainToPassages: answers only copy passage spans.

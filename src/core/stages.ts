@@ -1,0 +1,26 @@
+// The contracts between the pipeline's stages (retriever → reranker → reader → question
+// disambiguation), here so that the libraries implement them without importing the app.
+import type { RetrievedPassage } from './retriever.js'
+
+export interface StageTimings {
+  retrievalMs: number
+  rerankMs?: number
+  readMs?: number
+  disambiguateMs?: number
+  totalMs: number
+}
+
+export interface Retrieved { question: string; passages: RetrievedPassage[]; timings: StageTimings }
+export interface Reranked extends Retrieved { reranked: RetrievedPassage[] }
+export interface ReadAnswer { answer: string; confidence: number; evidence: RetrievedPassage[] }
+export interface Read extends Reranked { answers: ReadAnswer[] }
+export interface Disambiguated extends Read { answers: (ReadAnswer & { question: string })[]; ambiguous: boolean }
+
+/** A stage: the previous stage's output in, the same plus one thing out. */
+export interface Stage<In, Out> { readonly name: string; run(input: In, signal?: AbortSignal): Promise<Out> }
+
+/** Reorders the retrieved passages and keeps the `read` best for the reader. */
+export interface Reranker {
+  readonly name: string
+  rerank(input: Retrieved, read: number, signal?: AbortSignal): Promise<Reranked>
+}
