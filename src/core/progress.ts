@@ -10,6 +10,10 @@ export interface ProgressOptions {
   fraction?: () => number | undefined
   stream?: NodeJS.WriteStream
   intervalMs?: number
+  /** Decimals of the rate: 0 for passages (thousands a second), more for slow units (questions). */
+  rateDecimals?: number
+  /** Further fields of each log line (the job's total, what a resumed run skipped). */
+  fields?: Record<string, unknown>
 }
 
 export class Progress {
@@ -40,19 +44,20 @@ export class Progress {
   private render(final: boolean): void {
     const seconds = Math.max((Date.now() - this.started) / 1000, 1e-3)
     const rate = this.count / seconds
+    const decimals = this.options.rateDecimals ?? 0
     const fraction = this.options.fraction?.()
     const eta = fraction && fraction > 0 && !final ? (seconds * (1 - fraction)) / fraction : undefined
     if (this.tty) {
       const parts = [
         `${this.options.label}: ${this.count.toLocaleString('en-US')} ${this.options.unit}`,
-        `${Math.round(rate).toLocaleString('en-US')}/s`,
+        `${rate.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals })}/s`,
         fraction !== undefined ? `${bar(fraction)} ${(fraction * 100).toFixed(1)}%` : '',
         eta !== undefined ? `ETA ${formatDuration(eta)}` : final ? `in ${formatDuration(seconds)}` : '',
       ]
       ;(this.options.stream ?? process.stderr).write(`\r\x1b[K${parts.filter(Boolean).join('  ')}${final ? '\n' : ''}`)
     } else {
       this.options.log.info(
-        { job: this.options.label, [this.options.unit]: this.count, perSecond: Math.round(rate), fraction, etaSeconds: eta && Math.round(eta) },
+        { job: this.options.label, [this.options.unit]: this.count, ...this.options.fields, perSecond: Number(rate.toFixed(decimals)), fraction, etaSeconds: eta && Math.round(eta) },
         final ? `${this.options.label} finished` : `${this.options.label} progress`,
       )
     }

@@ -2,25 +2,21 @@
 // finished question appended to <out>/progress.jsonl so a killed run resumes where it stopped;
 // then the official-format predictions, the official metric, timings and an HTML report, each
 // written atomically.
-import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { RetrievedPassage } from '../core/retriever.js'
 import type { Config } from '../core/config.js'
-import { ERR_DATA_MISSING, ERR_OUTPUT_UNWRITABLE, ERR_USAGE } from '../core/errors.js'
+import { ERR_DATA_MISSING, ERR_USAGE } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
-import { releasePidLock, takePidLock } from '../core/pid-lock.js'
 import type { Pipeline } from '../pipeline/pipeline.js'
 import type { Disambiguated, StageTimings } from '../core/stages.js'
-import { formatDuration } from '../core/progress.js'
+import { Progress } from '../core/progress.js'
+import type { EvalMetrics, PassageRecord, ProgressRecord, TimingSummary } from './eval-records.js'
 import { percentile } from './evaluate-retriever.js'
 import { loadIdList } from './questions.js'
 import { renderReport } from './report-html.js'
-import { loadReference, type AmbigNqMetrics, type AmbigNqRecord, type PredictedQaPair, scoreAmbigNq } from './score-ambignq.js'
-
-export const PROGRESS_FILE = 'progress.jsonl'
-export const PASSAGES_FILE = 'passages.jsonl'
-export const SETTINGS_FILE = 'settings.json'
-export const LOCK_FILE = '.lock'
+import { checkSettings, LineAppender, lockOutDir, PASSAGES_FILE, prepareOutDir, PROGRESS_FILE, readJsonLines, writeAtomic } from './run-folder.js'
+import { loadReference, type AmbigNqRecord, type PredictedQaPair, scoreAmbigNq } from './score-ambignq.js'
 
 export interface EvalAmbigNqOptions {
   /** AmbigNQ light (or full) JSON: questions and gold annotations. */
@@ -34,27 +30,6 @@ export interface EvalAmbigNqOptions {
   concurrency: number
   /** Evaluate only the first N questions (after --ids). */
   limit?: number
-}
-
-/** One answered question: a line of progress.jsonl. */
-export interface ProgressRecord {
-  id: string
-  question: string
-  answers: { answer: string; question: string; confidence: number; evidence: string[] }[]
-  /** Ids of the passages the reader read, in reading order. */
-  read: string[]
-  timings: StageTimings
-}
-
-/** A passage the reader read: a line of passages.jsonl (the report shows them). */
-export interface PassageRecord { id: string; title: string; text: string }
-
-export interface TimingSummary { n: number; p50Ms: number; p99Ms: number; meanMs: number }
-
-export interface EvalMetrics extends AmbigNqMetrics {
-  timings: Record<'total' | 'retrieval' | 'rerank' | 'read' | 'disambiguate', TimingSummary>
-  run: { questions: number; resumed: number; answeredNow: number; seconds: number; questionsPerSecond: number }
-  config: Record<string, unknown>
 }
 
 export interface EvalSummary {
@@ -89,33 +64,6 @@ export function loadEvalRecords(dataPath: string, idsPath?: string, limit?: numb
   return records
 }
 
-/** Creates the output folder and proves it can be written to. */
-export function prepareOutDir(outDir: string): void {
-  try {
-    mkdirSync(outDir, { recursive: true })
-    if (!statSync(outDir).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' })
-    const probe = join(outDir, `.write-test-${process.pid}`)
-    writeFileSync(probe, '')
-    unlinkSync(probe)
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    const problem = code === 'EEXIST' || code === 'ENOTDIR' ? 'it or a parent is a file, not a folder'
-      : code === 'EACCES' || code === 'EPERM' ? 'permission denied'
-      : code === 'EROFS' ? 'read-only file system'
-      : code ?? (err as Error).message
-    throw ERR_OUTPUT_UNWRITABLE.withCause(err, outDir, problem)
-  }
-}
-
-/** Takes <out>/.lock for this process; refuses when a live process holds it. Returns the release. */
-export function lockOutDir(outDir: string): () => void {
-  const path = join(outDir, LOCK_FILE)
-  takePidLock(path, (pid) => {
-    throw ERR_USAGE(`${outDir} is in use by another evaluation (process ${pid})`, 'Wait for it to finish, stop it, or pass another --out')
-  })
-  return () => releasePidLock(path)
-}
-
 /** The settings that make answers comparable: a resumed run must use the same ones. */
 export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'retrieve' | 'read'>): Record<string, unknown> {
   const r = config.reader
@@ -129,98 +77,6 @@ export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'r
       spanseqgen: resolve(r.spanseqgen), qd: resolve(r.qd), precision: r.precision,
       maxInputTokens: r.maxInputTokens, numBeams: r.numBeams, constrainToPassages: r.constrainToPassages, readEach: r.readEach, poolKeep: r.poolKeep,
     },
-  }
-}
-
-/** Records the run's settings, or checks them against the ones the folder's progress was made with. */
-export function checkSettings(outDir: string, settings: Record<string, unknown>): void {
-  const path = join(outDir, SETTINGS_FILE)
-  const wanted = JSON.stringify(settings)
-  if (existsSync(path) && existsSync(join(outDir, PROGRESS_FILE))) {
-    let previous: unknown
-    try {
-      previous = JSON.parse(readFileSync(path, 'utf8'))
-    } catch {
-      previous = undefined
-    }
-    if (previous !== undefined && JSON.stringify(previous) !== wanted) {
-      const diffs = differences(previous, settings).slice(0, 5).join('; ')
-      throw ERR_USAGE(
-        `${outDir} holds answers made with other settings (${diffs})`,
-        'Resume with the same settings, or pass another --out (or delete the folder) to start over',
-      )
-    }
-  }
-  writeAtomic(path, `${JSON.stringify(settings, null, 2)}\n`)
-}
-
-function differences(a: unknown, b: unknown, prefix = ''): string[] {
-  if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null && !Array.isArray(a) && !Array.isArray(b)) {
-    const keys = new Set([...Object.keys(a), ...Object.keys(b)])
-    return [...keys].flatMap((k) => differences((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], prefix ? `${prefix}.${k}` : k))
-  }
-  return JSON.stringify(a) === JSON.stringify(b) ? [] : [`${prefix || 'settings'}: was ${JSON.stringify(a)}, now ${JSON.stringify(b)}`]
-}
-
-// ---------------------------------------------------------------------------------------------
-// The resumable JSON Lines files
-
-/**
- * Reads a JSON Lines file written by appendLine. A kill can leave a partial last line: it is cut
- * off the file (so the next append starts on a fresh line) and reported in `dropped`.
- */
-export function readJsonLines<T>(path: string, log?: Logger): { items: T[]; dropped: number } {
-  if (!existsSync(path)) return { items: [], dropped: 0 }
-  const buffer = readFileSync(path)
-  const end = buffer.lastIndexOf(0x0a) + 1
-  let dropped = 0
-  if (end < buffer.length) {
-    // The tail after the last newline is a line a kill interrupted: drop it.
-    const fd = openSync(path, 'r+')
-    try {
-      ftruncateSync(fd, end)
-    } finally {
-      closeSync(fd)
-    }
-    dropped++
-    log?.warn({ file: path, bytes: buffer.length - end }, 'dropped a truncated last line (an interrupted run); its question is answered again')
-  }
-  const items: T[] = []
-  const lines = buffer.subarray(0, end).toString('utf8').split('\n')
-  lines.forEach((line, i) => {
-    if (line.trim() === '') return
-    try {
-      items.push(JSON.parse(line) as T)
-    } catch {
-      dropped++
-      log?.warn({ file: path, line: i + 1 }, 'skipped a line that is not JSON')
-    }
-  })
-  return { items, dropped }
-}
-
-/** Appends lines with one write each (O_APPEND), so a kill loses at most the line being written. */
-class LineAppender {
-  private readonly fd: number
-  constructor(readonly path: string) {
-    this.fd = openSync(path, 'a')
-  }
-  append(value: unknown): void {
-    writeSync(this.fd, `${JSON.stringify(value)}\n`)
-  }
-  close(): void {
-    closeSync(this.fd)
-  }
-}
-
-export function writeAtomic(path: string, content: string): void {
-  const tmp = `${path}.tmp-${process.pid}`
-  try {
-    writeFileSync(tmp, content)
-    renameSync(tmp, path)
-  } catch (err) {
-    try { unlinkSync(tmp) } catch { /* never written */ }
-    throw ERR_OUTPUT_UNWRITABLE.withCause(err, path, (err as NodeJS.ErrnoException).code ?? (err as Error).message)
   }
 }
 
@@ -318,55 +174,6 @@ export function timingSummary(records: readonly ProgressRecord[]): EvalMetrics['
   }
 }
 
-/**
- * Progress of the questions: a live bar on a terminal, a log line every few seconds otherwise,
- * with questions/s to two decimals (a reader does a few a second, not thousands) and the ETA.
- */
-class QuestionProgress {
-  private readonly started = performance.now()
-  private last = 0
-  private count = 0
-  private readonly tty = Boolean(process.stderr.isTTY)
-
-  constructor(private readonly total: number, private readonly resumed: number, private readonly log: Logger) {}
-
-  update(count: number): void {
-    this.count = count
-    const now = performance.now()
-    if (now - this.last < (this.tty ? 200 : 5000)) return
-    this.last = now
-    this.render(false)
-  }
-
-  done(): void {
-    this.render(true)
-  }
-
-  private render(final: boolean): void {
-    const seconds = Math.max((performance.now() - this.started) / 1000, 1e-3)
-    const rate = this.count / seconds
-    const left = this.total - this.count
-    const eta = rate > 0 && left > 0 ? left / rate : undefined
-    if (this.tty) {
-      const fraction = this.total === 0 ? 1 : this.count / this.total
-      const width = 24
-      const filled = Math.round(fraction * width)
-      const parts = [
-        `answering AmbigNQ: ${this.count}/${this.total} questions${this.resumed > 0 ? ` (+${this.resumed} resumed)` : ''}`,
-        `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${(fraction * 100).toFixed(1)}%`,
-        `${rate.toFixed(2)} questions/s`,
-        final ? `in ${formatDuration(seconds)}` : eta !== undefined ? `ETA ${formatDuration(eta)}` : '',
-      ]
-      process.stderr.write(`\r\x1b[K${parts.filter(Boolean).join('  ')}${final ? '\n' : ''}`)
-    } else {
-      this.log.info(
-        { job: 'eval ambignq', questions: this.count, of: this.total, resumed: this.resumed, perSecond: Math.round(rate * 100) / 100, etaSeconds: eta === undefined ? undefined : Math.round(eta) },
-        final ? 'answering AmbigNQ finished' : 'answering AmbigNQ progress',
-      )
-    }
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // The whole evaluation
 
@@ -404,7 +211,8 @@ export async function evaluateAmbigNq(options: EvalAmbigNqOptions, env: EvalEnvi
       const pipeline = await env.openPipeline()
       const progressOut = new LineAppender(progressPath)
       const passagesOut = new LineAppender(passagesPath)
-      const progress = new QuestionProgress(pending.length, resumed, log)
+      // Questions/s to two decimals: a reader does a few a second, not thousands.
+      const progress = new Progress({ label: 'answering AmbigNQ', unit: 'questions', log, fraction: () => answeredNow / pending.length, rateDecimals: 2, fields: { of: pending.length, resumed } })
       try {
         await answerAll(pipeline, pending, options, (record, result) => {
           // Passages first: a question in progress.jsonl always has its passages on disk.

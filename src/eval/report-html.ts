@@ -3,7 +3,7 @@
 // per-question F1 and the worst examples with what the reader read. Every piece of text from the
 // data or the models goes through `escapeHtml`; a Content-Security-Policy forbids scripts anyway.
 import { basename } from 'node:path'
-import type { EvalMetrics, PassageRecord, ProgressRecord } from './eval-ambignq.js'
+import type { EvalMetrics, PassageRecord, ProgressRecord } from './eval-records.js'
 import { isMultiAnswer, QUESTION_METRICS, type AmbigNqRecord, type MetricValue } from './score-ambignq.js'
 
 export interface ReportInput {
