@@ -8,7 +8,7 @@ export function registerAskCommand(program: Command): void {
     .command('ask')
     .description('answer a question: every plausible answer, its disambiguated question and its evidence')
     .argument('<question>', 'the question')
-    .option('--retrieve <n>', 'passages retrieved', parseNumber('--retrieve'), 100)
+    .option('--retrieve <n>', 'passages retrieved (default: config reader.retrieve)', parseNumber('--retrieve'))
     .option('--read <n>', 'passages the reader reads (default: config reader.read)', parseNumber('--read'))
     .option('--store <dir>', 'store folder (default: config "store")')
     .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
@@ -17,7 +17,7 @@ export function registerAskCommand(program: Command): void {
       const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever })
       // The server's checks and limits, before any model loads.
       const question = checkQuestion(asked, ctx.config.server.maxQuestionLength)
-      const retrieve = checkCount('--retrieve', opts.retrieve, ctx.config.server.maxK, 'server.maxK')
+      const retrieve = checkCount('--retrieve', opts.retrieve ?? ctx.config.reader.retrieve, ctx.config.server.maxK, 'server.maxK')
       const read = checkCount('--read', opts.read ?? ctx.config.reader.read, ctx.config.server.maxK, 'server.maxK')
       const pipeline = await openPipeline(ctx.config, ctx.log)
       try {

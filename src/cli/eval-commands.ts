@@ -48,7 +48,7 @@ export function registerEvalCommands(program: Command): void {
     .requiredOption('--data <file>', 'AmbigNQ JSON (e.g. ../shared/data/ambignq/dev_light.json)')
     .option('--ids <file>', 'evaluate only these question ids (one per line), e.g. splits/eval-300.txt')
     .requiredOption('--out <dir>', 'output folder: progress.jsonl (resumable), predictions.json, predictions-answers.json, metrics.json, report.html')
-    .option('--retrieve <n>', 'passages retrieved', parseNumber('--retrieve'), 100)
+    .option('--retrieve <n>', 'passages retrieved (default: config reader.retrieve)', parseNumber('--retrieve'))
     .option('--read <n>', 'passages the reader reads (default: config reader.read)', parseNumber('--read'))
     .option('--concurrency <n>', 'questions in flight (default: config reader.maxBatch)', parseNumber('--concurrency'))
     .option('--limit <n>', 'evaluate only the first n questions', parseNumber('--limit'))
@@ -57,7 +57,7 @@ export function registerEvalCommands(program: Command): void {
     .option('--json', 'print metrics.json')
     .action(async (opts, command: Command) => {
       const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever })
-      const retrieve = positiveInt('--retrieve', opts.retrieve, 10_000)
+      const retrieve = positiveInt('--retrieve', opts.retrieve ?? ctx.config.reader.retrieve, 10_000)
       const read = positiveInt('--read', opts.read ?? ctx.config.reader.read, 1_000)
       if (read > retrieve) throw ERR_USAGE(`--read ${read} is more than --retrieve ${retrieve}`, 'Read at most the passages retrieved')
       const concurrency = positiveInt('--concurrency', opts.concurrency ?? ctx.config.reader.maxBatch, 1_024)

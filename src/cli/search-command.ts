@@ -1,6 +1,7 @@
 import type { Command } from 'commander'
 import { openRetriever } from '../../retriever/open-retriever.js'
 import { checkCount, checkQuestion } from '../pipeline/ask-arguments.js'
+import { defaults } from '../core/config.js'
 import { contextFor, parseNumber } from './context.js'
 
 export function registerSearchCommand(program: Command): void {
@@ -11,8 +12,8 @@ export function registerSearchCommand(program: Command): void {
     .option('-k, --k <n>', 'number of passages', parseNumber('--k'), 5)
     .option('--store <dir>', 'store folder (default: config "store")')
     .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
-    .option('--k1 <k1>', 'BM25 k1 (default 0.9)', parseNumber('--k1'))
-    .option('--b <b>', 'BM25 b (default 0.4)', parseNumber('--b'))
+    .option('--k1 <k1>', `BM25 k1 (default ${defaults.bm25.k1})`, parseNumber('--k1'))
+    .option('--b <b>', `BM25 b (default ${defaults.bm25.b})`, parseNumber('--b'))
     .option('--json', 'print JSON')
     .action(async (asked: string, opts, command: Command) => {
       const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever, 'bm25.k1': opts.k1, 'bm25.b': opts.b })

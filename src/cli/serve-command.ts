@@ -1,4 +1,6 @@
 import type { Command } from 'commander'
+import { ASK_COST_PER_QUESTION, defaults } from '../core/config.js'
+import { FIELD_COSTS } from '../server/query-cost.js'
 import { limitsOf } from '../server/app.js'
 import { startServer } from '../server/start.js'
 import { contextFor, parseNumber } from './context.js'
@@ -9,17 +11,17 @@ export function registerServeCommand(program: Command): void {
     .description('serve the GraphQL API (GraphiQL at /graphiql, metrics at /metrics); every flag is also a config key server.* and an AMBIGQA_SERVER_* variable')
     .option('--store <dir>', 'store folder (default: config "store")')
     .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
-    .option('--host <host>', 'address to listen on (default 127.0.0.1)')
-    .option('--port <n>', 'port (default 4000)', parseNumber('--port'))
-    .option('--body-limit <bytes>', 'largest request body (default 65536)', parseNumber('--body-limit'))
-    .option('--max-question-length <n>', 'longest question in characters (default 1000)', parseNumber('--max-question-length'))
-    .option('--max-batch <n>', 'most questions in one askMany (default 32)', parseNumber('--max-batch'))
-    .option('--max-k <n>', 'largest search k and ask retrieve / read (default 1000)', parseNumber('--max-k'))
-    .option('--max-depth <n>', 'deepest query (default 6)', parseNumber('--max-depth'))
-    .option('--max-cost <n>', 'costliest query: ask 50 per question, search 5, other fields 1; at least 50 x --max-batch (default 1700)', parseNumber('--max-cost'))
-    .option('--concurrency <n>', 'requests run at once (default 8)', parseNumber('--concurrency'))
-    .option('--queue <n>', 'requests waiting before 503 (default 64)', parseNumber('--queue'))
-    .option('--timeout-ms <ms>', 'per-request timeout (default 30000)', parseNumber('--timeout-ms'))
+    .option('--host <host>', `address to listen on (default ${defaults.server.host})`)
+    .option('--port <n>', `port (default ${defaults.server.port})`, parseNumber('--port'))
+    .option('--body-limit <bytes>', `largest request body (default ${defaults.server.bodyLimit})`, parseNumber('--body-limit'))
+    .option('--max-question-length <n>', `longest question in characters (default ${defaults.server.maxQuestionLength})`, parseNumber('--max-question-length'))
+    .option('--max-batch <n>', `most questions in one askMany (default ${defaults.server.maxBatch})`, parseNumber('--max-batch'))
+    .option('--max-k <n>', `largest search k and ask retrieve / read (default ${defaults.server.maxK})`, parseNumber('--max-k'))
+    .option('--max-depth <n>', `deepest query (default ${defaults.server.maxDepth})`, parseNumber('--max-depth'))
+    .option('--max-cost <n>', `costliest query: ask ${ASK_COST_PER_QUESTION} per question, search ${FIELD_COSTS.search}, other fields 1; at least ${ASK_COST_PER_QUESTION} x --max-batch (default ${defaults.server.maxCost})`, parseNumber('--max-cost'))
+    .option('--concurrency <n>', `requests run at once (default ${defaults.server.concurrency})`, parseNumber('--concurrency'))
+    .option('--queue <n>', `requests waiting before 503 (default ${defaults.server.queue})`, parseNumber('--queue'))
+    .option('--timeout-ms <ms>', `per-request timeout (default ${defaults.server.timeoutMs})`, parseNumber('--timeout-ms'))
     .action(async (opts, command: Command) => {
       const keys = ['host', 'port', 'bodyLimit', 'maxQuestionLength', 'maxBatch', 'maxK', 'maxDepth', 'maxCost', 'concurrency', 'queue', 'timeoutMs'] as const
       const flags = Object.fromEntries(keys.map((key) => [`server.${key}`, opts[key]]))

@@ -27,7 +27,7 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
   try {
     const reader = await Reader.open(config.reader, logger)
     return new Pipeline({
-      ...retrievers, ...(reranker ? { reranker } : {}), read: config.reader.read, reader: reader.readStage, disambiguator: reader.disambiguateStage,
+      ...retrievers, ...(reranker ? { reranker } : {}), read: config.reader.read, retrieve: config.reader.retrieve, reader: reader.readStage, disambiguator: reader.disambiguateStage,
       close: async () => { await reader.close(); await closeReranker() },
     })
   } catch (error) {
@@ -37,6 +37,6 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
       throw error
     }
     logger.warn({ code: error.code }, `reader not loaded: ${error.message}`)
-    return new Pipeline({ ...retrievers, ...(reranker ? { reranker } : {}), read: config.reader.read, readerProblem: error.message, close: closeReranker })
+    return new Pipeline({ ...retrievers, ...(reranker ? { reranker } : {}), read: config.reader.read, retrieve: config.reader.retrieve, readerProblem: error.message, close: closeReranker })
   }
 }

@@ -2,7 +2,7 @@
 // takes the previous stage's output and adds one thing, and records its own time.
 import type { Retriever } from '../core/retriever.js'
 import type { Disambiguated, Read, Reranked, Reranker, Retrieved, Stage } from '../core/stages.js'
-import type { Config } from '../core/config.js'
+import { defaults, type Config } from '../core/config.js'
 import { AmbigqaError, ERR_READER_UNAVAILABLE, ERR_RETRIEVER_UNAVAILABLE } from '../core/errors.js'
 
 /** A retriever by its configuration name (bm25-sqlite, bm25-es, dense, dense-es, hybrid). */
@@ -21,8 +21,10 @@ export interface PipelineStages {
   reranker?: Reranker
   reader?: Stage<Reranked, Read>
   disambiguator?: Stage<Read, Disambiguated>
-  /** Passages read when a request does not say (config reader.read; 10 when not given). */
+  /** Passages read when a request does not say (config reader.read; its default when not given). */
   read?: number
+  /** Passages retrieved when a request does not say (config reader.retrieve; its default when not given). */
+  retrieve?: number
   /** Why the reader is missing, for the error `ask` gives. */
   readerProblem?: string
   /** Releases what the stages hold (model sessions), after the retriever. */
@@ -61,7 +63,12 @@ export class Pipeline {
 
   /** Passages the reader reads when a request does not say. */
   get defaultRead(): number {
-    return this.stages.read ?? 10
+    return this.stages.read ?? defaults.reader.read
+  }
+
+  /** Passages retrieved when a request does not say. */
+  get defaultRetrieve(): number {
+    return this.stages.retrieve ?? defaults.reader.retrieve
   }
 
   get readerAvailable(): boolean {

@@ -140,11 +140,11 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
   const kindOf = (name?: RetrieverName | null): RetrieverKind | undefined => (name ? (name.toLowerCase().replace(/_/g, '-') as RetrieverKind) : undefined)
   type AskOptionsInput = { retrieve?: number | null; read?: number | null; retriever?: RetrieverName | null }
   const passageOut = (p: { id: string; title: string; text: string; score?: number }) => ({ id: p.id, title: p.title, text: p.text, score: p.score ?? null })
-  // 100 passages retrieved and the configured reader.read, cut to maxK so a server with a lower limit still accepts them.
+  // The configured reader.retrieve and reader.read, cut to maxK so a server with a lower limit still accepts them.
   const askOptions = (o?: AskOptionsInput | null): AskOptions => {
     const retriever = kindOf(o?.retriever)
     return {
-      retrieve: checkCount('options.retrieve', o?.retrieve ?? Math.min(100, limits.maxK), limits),
+      retrieve: checkCount('options.retrieve', o?.retrieve ?? Math.min(options.pipeline.defaultRetrieve, limits.maxK), limits),
       read: checkCount('options.read', o?.read ?? Math.min(options.pipeline.defaultRead, limits.maxK), limits),
       ...(retriever ? { retriever } : {}),
     }
