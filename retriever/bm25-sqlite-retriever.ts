@@ -10,6 +10,7 @@ import { ERR_USAGE } from '../src/core/errors.js'
 import { analyze } from './english-analyzer.js'
 import { FIELDS } from './segment-builder.js'
 import { LENGTH_TABLE } from './lucene-norms.js'
+import { PostingCursor, readSkipTable } from './postings.js'
 import type { PassageStore } from './passage-store.js'
 import type { RetrievedPassage, Retriever } from '../src/core/retriever.js'
 
@@ -141,26 +142,13 @@ export class Bm25SqliteRetriever implements Retriever {
 function accumulate(list: TermList, scores: Float64Array, touched: Int32Array, nTouched: number): number {
   const { weight } = list
   const { norms, normCache } = list.field
+  // This loop is most of a query's time: one cursor for the list, no allocation per posting.
+  const posting = new PostingCursor()
   for (const block of list.blocks) {
-    // Varint (doc delta, tf) pairs, decoded inline: this loop is most of a query's time.
-    const data = block.data
-    const n = data.length
-    let doc = block.base
-    let i = 0
-    while (i < n) {
-      let byte = data[i++]!
-      let delta = byte & 0x7f
-      for (let shift = 7; byte & 0x80; shift += 7) {
-        byte = data[i++]!
-        delta |= (byte & 0x7f) << shift
-      }
-      byte = data[i++]!
-      let tf = byte & 0x7f
-      for (let shift = 7; byte & 0x80; shift += 7) {
-        byte = data[i++]!
-        tf |= (byte & 0x7f) << shift
-      }
-      doc += delta
+    posting.reset(block.data, 0, block.data.length, block.base)
+    while (posting.next()) {
+      const doc = posting.doc
+      const tf = posting.tf
       const before = scores[doc]!
       if (before === 0) touched[nTouched++] = doc
       scores[doc] = before + (weight * tf) / (tf + normCache[norms[doc]!]!)
@@ -177,47 +165,14 @@ function addToCandidates(list: TermList, block: TermList['blocks'][number], cand
   let c = lowerBound(candidates, block.base + 1)
   if (c >= candidates.length || candidates[c]! > block.last) return
   const data = block.data
-  // Block b spans bytes [ends[b-1], ends[b]) and docs (lasts[b-1], lasts[b]]; without a skip
-  // table the whole list is one block.
-  const lasts: number[] = []
-  const ends: number[] = []
-  if (block.skips === null) {
-    lasts.push(block.last)
-    ends.push(data.length)
-  } else {
-    const skips = block.skips
-    let doc = block.base
-    let end = 0
-    for (let i = 0; i < skips.length; ) {
-      let byte = skips[i++]!
-      let value = byte & 0x7f
-      for (let shift = 7; byte & 0x80; shift += 7) {
-        byte = skips[i++]!
-        value |= (byte & 0x7f) << shift
-      }
-      if (lasts.length === ends.length) lasts.push((doc += value))
-      else ends.push((end += value))
-    }
-  }
+  const { lasts, ends } = readSkipTable(block.skips, block.base, block.last, data.length)
+  const posting = new PostingCursor()
   for (let b = 0; b < lasts.length && c < candidates.length && candidates[c]! <= block.last; b++) {
     if (candidates[c]! > lasts[b]!) continue
-    let i = b === 0 ? 0 : ends[b - 1]!
-    let doc = b === 0 ? block.base : lasts[b - 1]!
-    const end = ends[b]!
-    while (i < end && c < candidates.length && candidates[c]! <= lasts[b]!) {
-      let byte = data[i++]!
-      let delta = byte & 0x7f
-      for (let shift = 7; byte & 0x80; shift += 7) {
-        byte = data[i++]!
-        delta |= (byte & 0x7f) << shift
-      }
-      byte = data[i++]!
-      let tf = byte & 0x7f
-      for (let shift = 7; byte & 0x80; shift += 7) {
-        byte = data[i++]!
-        tf |= (byte & 0x7f) << shift
-      }
-      doc += delta
+    posting.reset(data, b === 0 ? 0 : ends[b - 1]!, ends[b]!, b === 0 ? block.base : lasts[b - 1]!)
+    while (c < candidates.length && candidates[c]! <= lasts[b]! && posting.next()) {
+      const doc = posting.doc
+      const tf = posting.tf
       while (c < candidates.length && candidates[c]! < doc) c++
       if (candidates[c] === doc) {
         scores[doc] = scores[doc]! + (weight * tf) / (tf + normCache[norms[doc]!]!)

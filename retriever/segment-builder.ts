@@ -1,8 +1,8 @@
-// One index segment from a range of passages: length norms, field statistics and varint
-// postings per (term, field). Pure, so it runs the same on the main thread or a worker.
+// One index segment from a range of passages: length norms, field statistics and postings per
+// (term, field), in the format of postings.ts. Pure, so it runs the same on the main thread or a worker.
 import { termFrequencies } from './english-analyzer.js'
 import { lengthToNorm } from './lucene-norms.js'
-import { VarintWriter } from './varint.js'
+import { VarintWriter, writePostingList } from './postings.js'
 
 export const FIELDS = ['title', 'text'] as const
 export type Field = (typeof FIELDS)[number]
@@ -26,14 +26,10 @@ export interface SegmentData {
   /** postingData[offsets[i] .. offsets[i + 1]) is the i-th posting list. */
   postingOffsets: Uint32Array
   postingData: Uint8Array
-  /** skipData[skipOffsets[i] .. skipOffsets[i + 1]) is the i-th list's skip table (see below). */
+  /** skipData[skipOffsets[i] .. skipOffsets[i + 1]) is the i-th list's skip table (postings.ts). */
   skipOffsets: Uint32Array
   skipData: Uint8Array
 }
-
-/** Postings per block of the skip table: a query that only needs a few documents of a long
- * list decodes the blocks holding them, not the whole list. */
-export const SKIP_BLOCK = 128
 
 export function buildSegment(first: number, last: number, rows: Iterable<SegmentRow>): SegmentData {
   const span = last - first + 1
@@ -68,24 +64,7 @@ export function buildSegment(first: number, last: number, rows: Iterable<Segment
     // Sorted, so a segment's bytes do not depend on the order terms were first seen.
     for (const term of [...map.keys()].sort()) {
       const list = map.get(term)!
-      const start = writer.length
-      let previous = first - 1
-      // Skip table of lists longer than a block: per block, (its last doc - the previous
-      // block's last doc, its end byte - the previous block's end byte), relative to the list.
-      const blocks = list.length / 2 > SKIP_BLOCK
-      let blockDoc = first - 1
-      let blockEnd = 0
-      for (let i = 0; i < list.length; i += 2) {
-        writer.write(list[i]! - previous)
-        writer.write(list[i + 1]!)
-        previous = list[i]!
-        if (blocks && ((i / 2 + 1) % SKIP_BLOCK === 0 || i + 2 === list.length)) {
-          skips.write(previous - blockDoc)
-          skips.write(writer.length - start - blockEnd)
-          blockDoc = previous
-          blockEnd = writer.length - start
-        }
-      }
+      writePostingList(list, first - 1, writer, skips)
       postingTerms.push(term)
       fields.push(f)
       dfs.push(list.length / 2)
