@@ -7,6 +7,7 @@ import { registerIndexCommands } from './index-commands.js'
 import { registerSearchCommand } from './search-command.js'
 import { registerAskCommand } from './ask-command.js'
 import { registerEvalCommands } from './eval-commands.js'
+import { registerErrorsCommand } from './errors-command.js'
 import { registerBenchCommands } from './bench-commands.js'
 import { registerScoreCommand } from './score-command.js'
 import { registerServeCommand } from './serve-command.js'
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerScoreCommand(program)
   registerServeCommand(program)
   registerTrainCommands(program)
+  registerErrorsCommand(program)
   return program
 }
 
