@@ -5,7 +5,7 @@
 import type { RetrievedPassage } from '../src/core/retriever.js'
 import { generate } from './generate.js'
 import type { GenerationOptions } from './generation-options.js'
-import { joinInput, passagesText } from './reader-input.js'
+import { qdInput } from './reader-input.js'
 import type { Seq2SeqModel } from './seq2seq-model.js'
 
 export interface DisambiguatorOptions {
@@ -30,7 +30,7 @@ export class QuestionDisambiguator {
   }
 
   input(question: string, answer: string, others: readonly string[], passages: readonly RetrievedPassage[]): number[] {
-    const text = joinInput(question, answer, others.join(` ${this.options.separator} `), passagesText(passages))
+    const text = qdInput(question, answer, others, passages, this.options.separator)
     return this.model.tokenizer.encode(text, this.options.maxInputTokens)
   }
 

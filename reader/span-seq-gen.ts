@@ -7,7 +7,7 @@ import { ERR_MODEL_INVALID } from '../src/core/errors.js'
 import { generate, type Hypothesis } from './generate.js'
 import type { GenerationOptions } from './generation-options.js'
 import type { TokenConstraint } from './logits-processors.js'
-import { INPUT_SEPARATOR, joinInput, passagesText, surfaceForm } from './reader-input.js'
+import { INPUT_SEPARATOR, readerInput, surfaceForm } from './reader-input.js'
 import type { Seq2SeqModel } from './seq2seq-model.js'
 
 export interface SpanSeqGenOptions {
@@ -72,7 +72,7 @@ export class SpanSeqGen {
   }
 
   input(item: ReadingQuestion): number[] {
-    return this.model.tokenizer.encode(joinInput(item.question, passagesText(item.passages)), this.options.maxInputTokens)
+    return this.model.tokenizer.encode(readerInput(item.question, item.passages), this.options.maxInputTokens)
   }
 
   /** Where the passages begin in an encoded input: after the first question/passage separator. */

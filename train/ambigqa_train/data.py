@@ -38,7 +38,7 @@ import html
 import json
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,6 +156,12 @@ class Passage:
 
     def render(self) -> str:
         return f"{self.title}: {self.text}" if self.title else self.text
+
+
+def reader_input(question: str, passages: Iterable[Passage]) -> str:
+    """`question [SEP] title: text [SEP] ...`: what SpanSeqGen reads. reader/reader-input.ts writes
+    the same bytes at serving time; test/reader-input.test.ts compares the two."""
+    return SEP.join([question, *(p.render() for p in passages)])
 
 
 @dataclass
@@ -428,14 +434,15 @@ def spanseqgen2_examples(src: AmbigSources, ev: Eval300) -> tuple[list[dict[str,
         bump(f"{a.source}:duplicate-answers-merged", len(a.answers) - len(answers))
         bump(f"{a.source}:answers-not-in-input", len(answers) - len(seen))
         rows.append({"id": f"{a.source}:{a.qid}", "qid": a.qid, "source": a.source, "question": a.question,
-                     "input": SEP.join([a.question, *(p.render() for p in passages)]),
+                     "input": reader_input(a.question, passages),
                      "target": ANSWER_SEP.join(x[0] for x in answers), "answers": answers})
     return rows, stats
 
 
 def qd_input(prompt: str, answer: str, others: list[str], passages: list[Passage]) -> str:
     """`prompt [SEP] answer [SEP] other answers joined by " <SEP> " [SEP] title: text ...`; the
-    other-answers slot stays (empty) when passages follow, trailing empty slots are dropped."""
+    other-answers slot stays (empty) when passages follow, trailing empty slots are dropped.
+    reader/reader-input.ts writes the same bytes (test/reader-input.test.ts)."""
     parts = [prompt, answer, ANSWER_SEP.join(others), *(p.render() for p in passages)]
     while parts and not parts[-1].strip():
         parts.pop()
@@ -655,7 +662,7 @@ def distractor_reading(groups: list[dict[str, Any]], rng: random.Random) -> list
         passages = [Passage(n["title"], n["text"]) for n in g["negatives"][:READING_DISTRACTORS]]
         passages.insert(rng.randrange(2), gold)
         rows.append({"id": f"reading:{g['id']}", "source": "reading-" + g["source"], "question": g["question"],
-                     "input": SEP.join([g["question"], *(p.render() for p in passages)]), "target": g["answers"][0],
+                     "input": reader_input(g["question"], passages), "target": g["answers"][0],
                      "answers": list(g["answers"])})
     return rows
 

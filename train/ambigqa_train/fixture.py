@@ -48,6 +48,7 @@ from transformers import BartForConditionalGeneration, BertConfig, BertForSequen
 
 from . import export_onnx
 from .common import lr_at
+from .data import Passage, reader_input
 from .train_seq2seq import encode
 from .warm_start import ANSWER_SEP, bart_config, load_cross_encoder_tokenizer, load_tokenizer, set_layer_norm_eps
 
@@ -68,7 +69,7 @@ class Example:
 
     @property
     def input(self) -> str:
-        return f"{self.question} [SEP] {self.title}: {self.text}"
+        return reader_input(self.question, [Passage(self.title, self.text)])
 
     @property
     def target(self) -> str:
