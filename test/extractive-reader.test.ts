@@ -1,5 +1,5 @@
 // The extractive reader against PyTorch: a tiny real model made and exported by train/
-// (ambigqa_train.extractive_fixture) whose reference.json holds the inputs and the best spans
+// (train/tests/extractive_fixture.py) whose reference.json holds the inputs and the best spans
 // that train/ambigqa_train/extractive.py computes; and the answer set it builds from spans.
 import assert from 'node:assert/strict'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'

@@ -201,7 +201,7 @@ test('SpanSeqGen: known answers forced as the prefix come first, answers are dis
   for (const a of answers!) assert.ok(a.probability > 0 && a.probability <= 1)
 })
 
-// Questions and passages like the fixture's training examples (train/ambigqa_train/fixture.py
+// Questions and passages like the fixture's training examples (train/tests/fixture.py
 // BUILTIN), so that the tiny model reads them the same on every machine.
 const microsoft = [
   passage('1', 'Microsoft', 'Microsoft was founded by Bill Gates and Paul Allen on April 4, 1975, in Albuquerque, New Mexico.'),

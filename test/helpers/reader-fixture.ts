@@ -1,7 +1,7 @@
-// Tiny real models for the readers' tests, made by train/: a seq2seq (`python -m
-// ambigqa_train.fixture`) trained for seconds on a copy task, exported to ONNX (fp32 and int8),
-// with transformers' own generations in reference.json; an extractive reader
-// (`ambigqa_train.extractive_fixture`) with PyTorch's best spans. Built once per version of the
+// Tiny real models for the readers' tests, made by train/: a seq2seq (train/tests/fixture.py)
+// trained for seconds on a copy task, exported to ONNX (fp32 and int8), with transformers' own
+// generations in reference.json; an extractive reader (train/tests/extractive_fixture.py) with
+// PyTorch's best spans. Built once per version of the
 // Python code that makes them and cached in .cache/; tests skip, saying why, without the venv
 // (fail under AMBIGQA_TEST_REQUIRE_ALL=1). The seq2seq fixture trains on a built-in list, never on
 // ../shared, so that it is the same model on a fresh clone as in CI.
@@ -14,12 +14,15 @@ import { prerequisite } from './prerequisite.js'
 const ROOT = resolve(import.meta.dirname, '..', '..', '..')
 const PYTHON = join(ROOT, '.venv-train', 'bin', 'python')
 const SOURCES = join(ROOT, 'train', 'ambigqa_train')
+const FIXTURES = join(ROOT, 'train', 'tests')
+const FIXTURE_SCRIPTS = ['fixture.py', 'extractive_fixture.py']
 
 export type Fixture = { dir: string; skip: false } | { dir: undefined; skip: string }
 
 function version(): string {
   const hash = createHash('sha256')
   for (const name of readdirSync(SOURCES).filter((f) => f.endsWith('.py')).sort()) hash.update(name).update(readFileSync(join(SOURCES, name)))
+  for (const name of FIXTURE_SCRIPTS) hash.update(name).update(readFileSync(join(FIXTURES, name)))
   hash.update(readFileSync(join(ROOT, 'train', 'requirements.txt')))
   return hash.digest('hex').slice(0, 16)
 }
@@ -37,7 +40,7 @@ function pythonFixture(module: string, name: string): Fixture {
   // Test files run in parallel: each builds beside the target and the first rename wins.
   const tmp = `${dir}.tmp-${process.pid}`
   mkdirSync(tmp, { recursive: true })
-  const run = spawnSync(PYTHON, ['-m', `ambigqa_train.${module}`, '--out', tmp], {
+  const run = spawnSync(PYTHON, [join(FIXTURES, `${module}.py`), '--out', tmp], {
     cwd: ROOT,
     env: { ...process.env, PYTHONPATH: join(ROOT, 'train'), HF_HUB_OFFLINE: '1' },
     encoding: 'utf8',

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from ambigqa_train import export_onnx, fixture
+import fixture  # beside this file: only the tests use it
+from ambigqa_train import export_onnx
 
 FP32 = ("encoder_model", "decoder_model", "decoder_with_past_model", "decoder_model_merged")
 

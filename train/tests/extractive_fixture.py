@@ -2,7 +2,7 @@
 spread wide, so that spans do not tie), the project's WordPiece tokenizer, its ONNX export, and
 PyTorch's best spans (`extractive.best_spans`) for a few questions in reference.json.
 
-`python -m ambigqa_train.extractive_fixture --out DIR`
+`PYTHONPATH=train python train/tests/extractive_fixture.py --out DIR`
 
 The passages exercise what the TypeScript side re-implements: BERT's word splitting (punctuation,
 accents, CJK, `$`), truncation of the passage to `max_len` tokens, and spans over several passages.
@@ -17,9 +17,9 @@ from pathlib import Path
 import torch
 from transformers import BertConfig
 
-from .export_onnx import export_extractive
-from .extractive import ExtractiveReader, best_spans, encode, passage_text
-from .warm_start import load_cross_encoder_tokenizer
+from ambigqa_train.export_onnx import export_extractive
+from ambigqa_train.extractive import ExtractiveReader, best_spans, encode, passage_text
+from ambigqa_train.warm_start import load_cross_encoder_tokenizer
 
 MAX_LEN = 48
 CASES = [
@@ -39,7 +39,7 @@ CASES = [
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="ambigqa_train.extractive_fixture")
+    ap = argparse.ArgumentParser(prog="train/tests/extractive_fixture.py")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     torch.manual_seed(0)

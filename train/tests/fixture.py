@@ -1,7 +1,7 @@
 """A parity fixture for the TypeScript ONNX reader: a tiny BART, its ONNX export (fp32 and int8)
 and reference generations from transformers' `generate` (the torch model).
 
-`python -m ambigqa_train.fixture --out DIR [--seed 0] [--source builtin|squad|auto] [--steps 300]`
+`PYTHONPATH=train python train/tests/fixture.py --out DIR [--seed 0] [--source builtin|squad|auto] [--steps 300]`
 
 1. A tiny `BartForConditionalGeneration` (d_model 64, 2 encoder + 2 decoder layers, 4 heads, FFN
    128, random init) with the project's tokenizer and special tokens, built by warm_start's
@@ -46,11 +46,11 @@ import torch
 import transformers
 from transformers import BartForConditionalGeneration, BertConfig, BertForSequenceClassification, GenerationConfig, PreTrainedTokenizerFast
 
-from . import export_onnx
-from .common import lr_at
-from .data import Passage, reader_input
-from .train_seq2seq import encode
-from .warm_start import ANSWER_SEP, bart_config, load_cross_encoder_tokenizer, load_tokenizer, set_layer_norm_eps
+from ambigqa_train import export_onnx
+from ambigqa_train.common import lr_at
+from ambigqa_train.data import Passage, reader_input
+from ambigqa_train.train_seq2seq import encode
+from ambigqa_train.warm_start import ANSWER_SEP, bart_config, load_cross_encoder_tokenizer, load_tokenizer, set_layer_norm_eps
 
 SQUAD_DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "squad" / "dev-v1.1.json"
 TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
@@ -608,7 +608,7 @@ def cross_encoder_fixture(out: Path, examples: list[Example], seed: int) -> dict
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="ambigqa_train.fixture")
+    ap = argparse.ArgumentParser(prog="train/tests/fixture.py")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--source", choices=["auto", "builtin", "squad"], default="builtin")
