@@ -3,11 +3,13 @@
 // maxAnswers — on a tuning split that is not eval-300 (train/splits/reader-tune.txt: qa-feedback's
 // AmbigNQ train questions, which the reader never trains on), by the official F1 answer. Each
 // question's top passages are retrieved and read once; every setting is scored from those logits
-// (a passage's logits do not depend on the other passages). The chosen setting is then shown on
-// eval-300 beside the k curve, for the record: nothing is chosen there.
+// (a passage's logits do not depend on the other passages). The floor is the highest within
+// --tolerance F1 of the best, and a larger k must beat a smaller one by more than that. The
+// chosen setting is then shown on eval-300 beside the k curve, for the record: nothing is chosen
+// there.
 //   npx tsc -p . && node dist/bench/tune-extractive.js --model models/extractive [--store data/eval-300]
 import { parseArgs } from 'node:util'
-import { ExtractiveReader, type ReadPassage } from '../reader/extractive-reader.js'
+import { ExtractiveReader, type ReadPassage, type ScoredSpan } from '../reader/extractive-reader.js'
 import type { RetrievedPassage } from '../src/core/retriever.js'
 import { openRetriever } from '../retriever/open-retriever.js'
 import { loadConfig } from '../src/core/config.js'
@@ -27,10 +29,14 @@ const { values } = parseArgs({
     keeps: { type: 'string', default: '0.05,0.1,0.2,0.3,0.5,0.7' },
     floors: { type: 'string', default: '0,0.02,0.05,0.1,0.2' },
     'max-answers': { type: 'string', default: '1,2,3,5' },
+    tolerance: { type: 'string', default: '0.3' },
+    // Only the first n questions of each set (a quick check of the bench itself).
+    limit: { type: 'string' },
   },
 })
 const list = (s: string) => s.split(',').map(Number)
 const ks = list(values.ks!)
+const tolerance = Number(values.tolerance)
 const grid = list(values.keeps!).flatMap((keep) => list(values.floors!).flatMap((minProbability) => list(values['max-answers']!).map((maxAnswers) => ({ keep, minProbability, maxAnswers }))))
 type Setting = (typeof grid)[number]
 
@@ -38,7 +44,14 @@ const config = loadConfig({ flags: { store: values.store } })
 const retriever = await openRetriever(config)
 const reader = await ExtractiveReader.load(values.model!, { precision: values.precision as 'int8' | 'fp32' })
 
-interface Question { record: AmbigNqRecord; passages: RetrievedPassage[]; read: ReadPassage[]; golds: string[] }
+interface Question { record: AmbigNqRecord; passages: RetrievedPassage[]; read: ReadPassage[]; golds: string[]; spans: Map<number, ScoredSpan[]> }
+
+/** The question's spans over its top k passages (they do not depend on the answer-set setting). */
+function spansAt(q: Question, k: number): ScoredSpan[] {
+  let spans = q.spans.get(k)
+  if (!spans) q.spans.set(k, (spans = reader.scoreSpans(q.read.slice(0, k))))
+  return spans
+}
 
 /** Retrieves each question's top passages and reads them once. */
 async function prepare(name: string, records: AmbigNqRecord[]): Promise<Question[]> {
@@ -49,7 +62,7 @@ async function prepare(name: string, records: AmbigNqRecord[]): Promise<Question
     const chunk = records.slice(i, i + 8)
     const passages = await Promise.all(chunk.map((r) => retriever.search(r.question, maxK)))
     const read = await reader.readPassages(chunk.map((r, j) => ({ question: r.question, passages: passages[j]! })))
-    chunk.forEach((record, j) => out.push({ record, passages: passages[j]!, read: read[j]!, golds: goldAnswers(record) }))
+    chunk.forEach((record, j) => out.push({ record, passages: passages[j]!, read: read[j]!, golds: goldAnswers(record), spans: new Map() }))
     if ((i / 8) % 10 === 0) process.stderr.write(`${name}: ${out.length}/${records.length} questions read (${((performance.now() - started) / 1000).toFixed(0)} s)\n`)
   }
   return out
@@ -66,7 +79,7 @@ function score(questions: Question[], k: number, s: Setting): { all: number; mul
   let empty = 0
   for (const q of questions) {
     const item = { question: q.record.question, passages: q.passages.slice(0, k) }
-    const answers = reader.answerSet(item, reader.scoreSpans(q.read.slice(0, k))).map((a) => a.answer)
+    const answers = reader.answerSet(item, spansAt(q, k)).map((a) => a.answer)
     if (answers.length === 0) empty++
     predictions[q.record.id] = answers.length > 0 ? answers : ['']
   }
@@ -90,8 +103,9 @@ function selection(questions: Question[], k: number): { selected: number; recall
 }
 
 const fmt = (s: Setting) => `keep ${s.keep}, floor ${s.minProbability}, max ${s.maxAnswers}`
-const tune = await prepare('tune', loadEvalRecords(`${values.shared}/ambignq/train_light.json`, values['tune-ids']))
-const evalSet = await prepare('eval-300', loadEvalRecords(`${values.shared}/ambignq/dev_light.json`, `${values.shared}/splits/eval-300.txt`))
+const limit = values.limit === undefined ? undefined : Number(values.limit)
+const tune = await prepare('tune', loadEvalRecords(`${values.shared}/ambignq/train_light.json`, values['tune-ids'], limit))
+const evalSet = await prepare('eval-300', loadEvalRecords(`${values.shared}/ambignq/dev_light.json`, `${values.shared}/splits/eval-300.txt`, limit))
 const multi = (qs: Question[]) => qs.filter((q) => !q.record.annotations.some((a) => a.type === 'singleAnswer')).length
 console.log(`bench/tune-extractive: model ${values.model} (${values.precision}), store ${values.store}, retriever ${config.retriever}`)
 console.log(`tuning split ${values['tune-ids']}: ${tune.length} questions (${multi(tune)} multi); eval-300: ${evalSet.length} (${multi(evalSet)} multi); ${grid.length} settings per k`)
@@ -99,16 +113,16 @@ console.log('\n| k | tune: best setting | tune F1 all / multi | tune selection /
 console.log('|---|---|---|---|---|---|')
 let chosen: { k: number; s: Setting; all: number } | undefined
 for (const k of ks) {
-  let best: { s: Setting; all: number; multi: number } | undefined
-  for (const s of grid) {
-    const r = score(tune, k, s)
-    if (!best || r.all > best.all) best = { s, ...r }
-  }
+  // F1 never rewards declining (an empty set scores 0, as a wrong one does), so the floor is the
+  // highest whose F1 is within `tolerance` of the best: "not found" where it costs (almost) nothing.
+  const results = grid.map((s) => ({ s, ...score(tune, k, s) }))
+  const top = Math.max(...results.map((r) => r.all))
+  const best = results.filter((r) => r.all >= top - tolerance).sort((x, y) => y.s.minProbability - x.s.minProbability || y.all - x.all)[0]
   const e = score(evalSet, k, best!.s)
   const st = selection(tune, k)
   const se = selection(evalSet, k)
   console.log(`| ${k} | ${fmt(best!.s)} | ${best!.all.toFixed(1)} / ${best!.multi.toFixed(1)} | ${st.selected.toFixed(1)} / ${st.recall.toFixed(1)} | ${e.all.toFixed(1)} / ${e.multi.toFixed(1)} | ${se.selected.toFixed(1)} / ${se.recall.toFixed(1)} |`)
-  if (!chosen || best!.all > chosen.all) chosen = { k, s: best!.s, all: best!.all }
+  if (!chosen || best!.all > chosen.all + tolerance) chosen = { k, s: best!.s, all: best!.all }
 }
 const e = score(evalSet, chosen!.k, chosen!.s)
 console.log(`\nchosen on the tuning split: read ${chosen!.k}, ${fmt(chosen!.s)} (tune F1 ${chosen!.all.toFixed(1)}); eval-300 F1 answer ${e.all.toFixed(1)} all / ${e.multi.toFixed(1)} multi, ${e.empty} of ${evalSet.length} questions answered with nothing`)

@@ -5,7 +5,7 @@
 // probability is within `keep` of the best one's, and nothing when even the best is under
 // `minProbability` (an honest "not in these passages" beats a wrong answer).
 // Scores are computed exactly as train/ambigqa_train/extractive.py `best_spans` computes them.
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import ort from '../src/core/onnx-runtime.js'
 import type { RetrievedPassage } from '../src/core/retriever.js'
@@ -81,7 +81,10 @@ export class ExtractiveReader {
       await session.release()
       throw ERR_MODEL_INVALID(file, `has no output ${missing.join(', ')} (an extractive reader gives ${OUTPUTS.join(', ')})`, `Re-export the model with \`${HOW_TO_BUILD}\``)
     }
-    return new ExtractiveReader(dir, session, Seq2SeqTokenizer.load(dir), options)
+    // An input longer than the model's position table fails inside onnxruntime; cut it instead.
+    const positions = maxPositions(dir)
+    const maxInputTokens = Math.min(options.maxInputTokens ?? defaultExtractiveOptions.maxInputTokens, positions ?? Infinity)
+    return new ExtractiveReader(dir, session, Seq2SeqTokenizer.load(dir), { ...options, maxInputTokens })
   }
 
   /** `[CLS] question [SEP] title: text [SEP]`, the passage cut to fit (truncation="only_second"). */
@@ -225,6 +228,14 @@ export class ExtractiveReader {
   async close(): Promise<void> {
     await this.session.release()
   }
+}
+
+/** config.json's max_position_embeddings, when the folder has one. */
+function maxPositions(dir: string): number | undefined {
+  const path = join(dir, 'config.json')
+  if (!existsSync(path)) return undefined
+  const value = (JSON.parse(readFileSync(path, 'utf8')) as { max_position_embeddings?: unknown }).max_position_embeddings
+  return typeof value === 'number' && value > 0 ? value : undefined
 }
 
 function logSoftmax(values: readonly number[]): number[] {
