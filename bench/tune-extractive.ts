@@ -1,4 +1,4 @@
-// bench/tune-extractive: chooses the extractive reader's serving settings — passages read (k), the
+// bench/tune-extractive: chooses the extractive reader's serving settings — passages read (k), the retriever's rank as a prior on the passage score (rankPrior), the
 // answer-set margin (keep), the floor under which nothing is answered (minProbability) and
 // maxAnswers — on a tuning split that is not eval-300 (train/splits/reader-tune.txt: qa-feedback's
 // AmbigNQ train questions, which the reader never trains on), by the official F1 answer. Each
@@ -29,6 +29,8 @@ const { values } = parseArgs({
     keeps: { type: 'string', default: '0.05,0.1,0.2,0.3,0.5,0.7' },
     floors: { type: 'string', default: '0,0.02,0.05,0.1,0.2' },
     'max-answers': { type: 'string', default: '1,2,3,5' },
+    // The retriever's order as a prior on the passage score (reader.rankPrior).
+    priors: { type: 'string', default: '0,0.5,1,2,4' },
     tolerance: { type: 'string', default: '0.3' },
     // Only the first n questions of each set (a quick check of the bench itself).
     limit: { type: 'string' },
@@ -37,19 +39,20 @@ const { values } = parseArgs({
 const list = (s: string) => s.split(',').map(Number)
 const ks = list(values.ks!)
 const tolerance = Number(values.tolerance)
-const grid = list(values.keeps!).flatMap((keep) => list(values.floors!).flatMap((minProbability) => list(values['max-answers']!).map((maxAnswers) => ({ keep, minProbability, maxAnswers }))))
+const grid = list(values.priors!).flatMap((rankPrior) => list(values.keeps!).flatMap((keep) => list(values.floors!).flatMap((minProbability) => list(values['max-answers']!).map((maxAnswers) => ({ rankPrior, keep, minProbability, maxAnswers })))))
 type Setting = (typeof grid)[number]
 
 const config = loadConfig({ flags: { store: values.store } })
 const retriever = await openRetriever(config)
 const reader = await ExtractiveReader.load(values.model!, { precision: values.precision as 'int8' | 'fp32' })
 
-interface Question { record: AmbigNqRecord; passages: RetrievedPassage[]; read: ReadPassage[]; golds: string[]; spans: Map<number, ScoredSpan[]> }
+interface Question { record: AmbigNqRecord; passages: RetrievedPassage[]; read: ReadPassage[]; golds: string[]; spans: Map<string, ScoredSpan[]> }
 
-/** The question's spans over its top k passages (they do not depend on the answer-set setting). */
+/** The question's spans over its top k passages at the current rank prior (the rest of the setting does not change them). */
 function spansAt(q: Question, k: number): ScoredSpan[] {
-  let spans = q.spans.get(k)
-  if (!spans) q.spans.set(k, (spans = reader.scoreSpans(q.read.slice(0, k))))
+  const key = `${k}:${reader.options.rankPrior}`
+  let spans = q.spans.get(key)
+  if (!spans) q.spans.set(key, (spans = reader.scoreSpans(q.read.slice(0, k))))
   return spans
 }
 
@@ -87,14 +90,15 @@ function score(questions: Question[], k: number, s: Setting): { all: number; mul
   return { all: 100 * m.all, multi: 100 * m.multi, empty }
 }
 
-/** Share of questions whose highest-selected passage among the top k holds a gold answer, and whose top k hold one at all. */
-function selection(questions: Question[], k: number): { selected: number; recall: number } {
+/** Share of questions whose highest-selected passage among the top k (rank prior included) holds a gold answer, and whose top k hold one at all. */
+function selection(questions: Question[], k: number, rankPrior: number): { selected: number; recall: number } {
   let selected = 0
   let recall = 0
   for (const q of questions) {
     const read = q.read.slice(0, k)
     let best = 0
-    read.forEach((r, i) => { if (r.logits.relevance > read[best]!.logits.relevance) best = i })
+    const logit = (i: number) => read[i]!.logits.relevance - rankPrior * Math.log(i + 1)
+    read.forEach((_, i) => { if (logit(i) > logit(best)) best = i })
     const holds = (p: RetrievedPassage) => hasAnswer(`${p.title} ${p.text}`, q.golds)
     if (q.passages[best] && holds(q.passages[best]!)) selected++
     if (q.passages.slice(0, k).some(holds)) recall++
@@ -102,7 +106,7 @@ function selection(questions: Question[], k: number): { selected: number; recall
   return { selected: (100 * selected) / questions.length, recall: (100 * recall) / questions.length }
 }
 
-const fmt = (s: Setting) => `keep ${s.keep}, floor ${s.minProbability}, max ${s.maxAnswers}`
+const fmt = (s: Setting) => `prior ${s.rankPrior}, keep ${s.keep}, floor ${s.minProbability}, max ${s.maxAnswers}`
 const limit = values.limit === undefined ? undefined : Number(values.limit)
 const tune = await prepare('tune', loadEvalRecords(`${values.shared}/ambignq/train_light.json`, values['tune-ids'], limit))
 const evalSet = await prepare('eval-300', loadEvalRecords(`${values.shared}/ambignq/dev_light.json`, `${values.shared}/splits/eval-300.txt`, limit))
@@ -119,8 +123,8 @@ for (const k of ks) {
   const top = Math.max(...results.map((r) => r.all))
   const best = results.filter((r) => r.all >= top - tolerance).sort((x, y) => y.s.minProbability - x.s.minProbability || y.all - x.all)[0]
   const e = score(evalSet, k, best!.s)
-  const st = selection(tune, k)
-  const se = selection(evalSet, k)
+  const st = selection(tune, k, best!.s.rankPrior)
+  const se = selection(evalSet, k, best!.s.rankPrior)
   console.log(`| ${k} | ${fmt(best!.s)} | ${best!.all.toFixed(1)} / ${best!.multi.toFixed(1)} | ${st.selected.toFixed(1)} / ${st.recall.toFixed(1)} | ${e.all.toFixed(1)} / ${e.multi.toFixed(1)} | ${se.selected.toFixed(1)} / ${se.recall.toFixed(1)} |`)
   if (!chosen || best!.all > chosen.all + tolerance) chosen = { k, s: best!.s, all: best!.all }
 }

@@ -34,10 +34,15 @@ export interface ExtractiveOptions {
   /** No answer at all when the best answer's probability is under this. */
   minProbability: number
   maxAnswers: number
+  /**
+   * The retriever's order as a prior on the passage score: the passage ranked r gets
+   * -rankPrior * ln(r) added to its selection logit (0: the model's selection alone, as DPR).
+   */
+  rankPrior: number
 }
 
 export const defaultExtractiveOptions: ExtractiveOptions = {
-  maxInputTokens: 256, maxQuestionTokens: 64, maxAnswerTokens: 10, batchSize: 16, keep: 0.3, minProbability: 0, maxAnswers: 5,
+  maxInputTokens: 256, maxQuestionTokens: 64, maxAnswerTokens: 10, batchSize: 16, keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 0,
 }
 
 /** A span of one passage: where it lies in the passage's input text and its log score. */
@@ -152,7 +157,8 @@ export class ExtractiveReader {
   }
 
   /**
-   * log P(passage) (softmax of the selection scores over the passages read) + start + end, with
+   * log P(passage) (softmax of the selection scores over the passages read, in retrieval order,
+   * each less the rank prior) + start + end, with
    * start and end log-softmaxed over the spans' tokens of every passage at once; a span starts at
    * a word's first piece and ends at a word's last. The 5 best spans of each passage.
    */
@@ -160,7 +166,7 @@ export class ExtractiveReader {
     if (read.length === 0) return []
     const inputs = read.map((r) => r.input)
     const logits = read.map((r) => r.logits)
-    const passageLp = logSoftmax(logits.map((l) => l.relevance))
+    const passageLp = logSoftmax(logits.map((l, p) => l.relevance - this.options.rankPrior * Math.log(p + 1)))
     const startOk = (x: Input, t: number) => { const k = t - x.passageStart; return k >= 0 && k < x.pieced.ids.length && (k === 0 || x.pieced.wordOf[k - 1] !== x.pieced.wordOf[k]) }
     const endOk = (x: Input, t: number) => { const k = t - x.passageStart; return k >= 0 && k < x.pieced.ids.length && (k + 1 === x.pieced.ids.length || x.pieced.wordOf[k + 1] !== x.pieced.wordOf[k]) }
     const startNorm = logSumExpOver(inputs, logits, (l) => l.start, startOk)

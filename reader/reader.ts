@@ -28,6 +28,7 @@ export interface ReaderSettings {
   keep: number
   minProbability: number
   maxAnswers: number
+  rankPrior: number
 }
 
 export class Reader {
@@ -47,7 +48,7 @@ export class Reader {
       // Small QD models loop ("do do do"); a repeated trigram is never a minimal rewrite.
       const disambiguator = new QuestionDisambiguator(questionModel, { maxInputTokens: settings.maxInputTokens, generation: { noRepeatNgramSize: 3, ...generation } })
       if (settings.kind === 'extractive') {
-        const extractive = await ExtractiveReader.load(settings.extractive, device, { keep: settings.keep, minProbability: settings.minProbability, maxAnswers: settings.maxAnswers })
+        const extractive = await ExtractiveReader.load(settings.extractive, device, { keep: settings.keep, minProbability: settings.minProbability, maxAnswers: settings.maxAnswers, rankPrior: settings.rankPrior })
         return new Reader(extractive, disambiguator, [extractive, questionModel], settings.maxBatch, 'extractive')
       }
       const answerModel = settings.qd === settings.spanseqgen ? questionModel : await Seq2SeqModel.load(settings.spanseqgen, device)

@@ -87,6 +87,27 @@ test('answer set: nothing when the best answer is under minProbability', { skip:
   }
 })
 
+test('rankPrior: the retriever\'s order weighs in as -rankPrior * ln(rank) on each passage score', { skip: fixture.skip }, async () => {
+  const c = reference.cases.find((x) => x.passages.length > 1)!
+  assert.ok(c, 'a reference case with several passages')
+  const [read] = await reader.readPassages([{ question: c.question, passages: passages(c) }])
+  const plain = reader.scoreSpans(read!)
+  Object.assign(reader.options, { rankPrior: 2 })
+  try {
+    const weighed = reader.scoreSpans(read!)
+    // Every span keeps its text; a span of the passage ranked r moves by -2 ln(r) less the shift of the normaliser.
+    const key = (s: ScoredSpan) => `${s.passage}:${s.start}:${s.end}`
+    const before = new Map(plain.map((s) => [key(s), s.score]))
+    const shift = (s: ScoredSpan) => s.score - before.get(key(s))!
+    const first = weighed.filter((s) => s.passage === 0)
+    const second = weighed.filter((s) => s.passage === 1)
+    assert.ok(first.length > 0 && second.length > 0)
+    assert.ok(Math.abs(shift(second[0]!) - shift(first[0]!) + 2 * Math.log(2)) < 1e-6)
+  } finally {
+    Object.assign(reader.options, { rankPrior: 0 })
+  }
+})
+
 test('a folder without the model is a coded error naming the command that builds it', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ambigqa-extractive-'))
   try {

@@ -86,6 +86,7 @@ const configSchema = z
         keep: z.number().min(0).max(1),
         minProbability: z.number().min(0).max(1),
         maxAnswers: z.number().int().min(1).max(100),
+        rankPrior: z.number().min(0).max(100),
         read: z.number().int().min(1).max(1000),
         retrieve: z.number().int().min(1).max(10_000),
       })
@@ -128,13 +129,14 @@ export const defaults: Config = {
   // readEach 0 reads the passages together (SpanSeqGen); n reads the top n one at a time and
   // pools the answers, keeping those within poolKeep of the best (opt-in: BENCHMARKS.md).
   // kind: which reader gives the answer set; extractive (keep, minProbability, maxAnswers) reads
-  // each passage alone and keeps the answers whose probability is within `keep` of the best.
+  // each passage alone and keeps the answers whose probability is within `keep` of the best;
+  // rankPrior weighs the retriever's order into its passage scores.
   // read: passages the reader reads when a request does not say (ask's options.read, --read);
   // retrieve: passages retrieved for it when a request does not say (options.retrieve, --retrieve).
   reader: {
     kind: 'spanseqgen', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'reader'),
     precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
-    keep: 0.3, minProbability: 0, maxAnswers: 5, read: 10,
+    keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 0, read: 10,
     retrieve: 100,
   },
   log: { level: 'info' },
