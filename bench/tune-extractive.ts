@@ -1,6 +1,6 @@
-// bench/tune-extractive: chooses the extractive reader's serving settings — passages read (k), the retriever's rank as a prior on the passage score (rankPrior), the
-// answer-set margin (keep), the floor under which nothing is answered (minProbability) and
-// maxAnswers — on a tuning split that is not eval-300 (train/splits/reader-tune.txt: qa-feedback's
+// bench/tune-extractive: chooses the extractive reader's serving settings — passages read (k),
+// the retriever's rank as a prior on the passage score (rankPrior), the answer-set margin
+// (keep), the floor under which nothing is answered (minProbability) and maxAnswers — on a tuning split that is not eval-300 (train/splits/reader-tune.txt: qa-feedback's
 // AmbigNQ train questions, which the reader never trains on), by the official F1 answer. Each
 // question's top passages are retrieved and read once; every setting is scored from those logits
 // (a passage's logits do not depend on the other passages). The floor is the highest within
@@ -130,5 +130,12 @@ for (const k of ks) {
 }
 const e = score(evalSet, chosen!.k, chosen!.s)
 console.log(`\nchosen on the tuning split: read ${chosen!.k}, ${fmt(chosen!.s)} (tune F1 ${chosen!.all.toFixed(1)}); eval-300 F1 answer ${e.all.toFixed(1)} all / ${e.multi.toFixed(1)} multi, ${e.empty} of ${evalSet.length} questions answered with nothing`)
+// What declining costs: the chosen setting at every floor tried, and how many questions it leaves unanswered.
+console.log('\n| floor (minProbability) | tune F1 all | tune unanswered | eval-300 F1 all / multi | eval-300 unanswered |\n|---|---|---|---|---|')
+for (const minProbability of list(values.floors!)) {
+  const t = score(tune, chosen!.k, { ...chosen!.s, minProbability })
+  const v = score(evalSet, chosen!.k, { ...chosen!.s, minProbability })
+  console.log(`| ${minProbability} | ${t.all.toFixed(1)} | ${t.empty} of ${tune.length} | ${v.all.toFixed(1)} / ${v.multi.toFixed(1)} | ${v.empty} of ${evalSet.length} |`)
+}
 await reader.close()
 await retriever.close()

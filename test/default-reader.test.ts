@@ -1,7 +1,7 @@
 // The default configuration as `scripts/start` runs it: the dense retriever (e5 over the demo
-// corpus, encoded here) and the reader the repository ships (assets/models/reader, built by
-// scripts/train-defaults), answering a real question: every answer is a span of its evidence and
-// has a rewrite and a probability.
+// corpus, encoded here) and the readers the repository ships (assets/models/extractive for the
+// answers, assets/models/reader for the rewrites, built by scripts/train-defaults), answering a
+// real question: every answer is a span of its evidence and has a rewrite and a probability.
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { after, before, test } from 'node:test'
@@ -16,9 +16,9 @@ import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR } from '../src/core/paths.js'
 import { buildDemoStore } from './helpers/demo-store.js'
 import { prerequisite } from './helpers/prerequisite.js'
 
-const shipped = existsSync(`${DEFAULT_READER_DIR}/reader/encoder_model_quantized.onnx`)
+const shipped = existsSync(`${DEFAULT_READER_DIR}/reader/encoder_model_quantized.onnx`) && existsSync(`${DEFAULT_READER_DIR}/extractive/model_quantized.onnx`)
 const encoder = existsSync(join(DEFAULT_ENCODERS_DIR, defaults.dense.model, 'model.onnx'))
-const skip = prerequisite(!shipped ? `no shipped reader in ${DEFAULT_READER_DIR}/reader (scripts/train-defaults builds it)`
+const skip = prerequisite(!shipped ? `no shipped readers in ${DEFAULT_READER_DIR}/reader and extractive (scripts/train-defaults builds them)`
   : !encoder ? `needs models/encoders/${defaults.dense.model}: run scripts/assets ${defaults.dense.model}` : false)
 let pipeline: Pipeline
 
@@ -33,7 +33,7 @@ after(async () => { if (!skip) await pipeline.close() })
 test('the default configuration retrieves with e5, opens the shipped reader and answers from the passages', { skip, timeout: 600_000 }, async () => {
   assert.equal(pipeline.stages.readerProblem, undefined)
   assert.equal(pipeline.stages.retriever.name, `dense(${defaults.dense.model})`)
-  const result = await pipeline.ask('Who played in the world series in 1989?', { retrieve: 100, read: 10 })
+  const result = await pipeline.ask('Who played in the world series in 1989?', { retrieve: 100, read: pipeline.defaultRead })
   assert.ok(result.answers.length >= 1, 'at least one answer')
   assert.equal(result.ambiguous, result.answers.length > 1)
   for (const a of result.answers) {

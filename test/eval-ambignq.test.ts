@@ -35,7 +35,7 @@ function demoStore(): Promise<string> {
 
 async function readerEnv(): Promise<NodeJS.ProcessEnv> {
   assert.ok(fixture.dir, 'the reader fixture is needed')
-  return { AMBIGQA_STORE: await demoStore(), AMBIGQA_READER_SPANSEQGEN: fixture.dir, AMBIGQA_READER_QD: fixture.dir }
+  return { AMBIGQA_STORE: await demoStore(), AMBIGQA_READER_KIND: 'spanseqgen', AMBIGQA_READER_SPANSEQGEN: fixture.dir, AMBIGQA_READER_QD: fixture.dir }
 }
 
 const readJson = <T>(path: string) => JSON.parse(readFileSync(path, 'utf8')) as T
@@ -273,7 +273,7 @@ test('errors: missing data, unknown ids, an output folder that cannot be written
 
   // No reader models: the pipeline opens (search works) and the first ask's error is the CLI's one line.
   const noReader = await runCli(['eval', 'ambignq', '--data', dataPath, '--out', join(dir, 'out')], {
-    env: { AMBIGQA_STORE: await demoStore(), AMBIGQA_READER_SPANSEQGEN: join(dir, 'no-model'), AMBIGQA_READER_QD: join(dir, 'no-model') },
+    env: { AMBIGQA_STORE: await demoStore(), AMBIGQA_READER_KIND: 'spanseqgen', AMBIGQA_READER_SPANSEQGEN: join(dir, 'no-model'), AMBIGQA_READER_QD: join(dir, 'no-model') },
   })
   assert.equal(noReader.code, 1)
   assert.match(cliError(noReader.stderr), /^ambigqa: AMBIGQA_ERR_READER_UNAVAILABLE: ask needs the reader models, which did not load: .*no-model/)

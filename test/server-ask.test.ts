@@ -24,7 +24,7 @@ before(async () => {
   if (fixture.skip) return
   storeDir = await buildDemoStore('server-ask-')
   store = PassageStore.openReadOnly(storeDir)
-  const reader = await Reader.open({ ...defaults.reader, spanseqgen: fixture.dir!, qd: fixture.dir!, precision: 'fp32', numBeams: 1 })
+  const reader = await Reader.open({ ...defaults.reader, kind: 'spanseqgen', spanseqgen: fixture.dir!, qd: fixture.dir!, precision: 'fp32', numBeams: 1 })
   pipeline = new Pipeline({
     retriever: new Bm25SqliteRetriever(PassageStore.openReadOnly(storeDir), defaults.bm25),
     reader: reader.readStage, disambiguator: reader.disambiguateStage, close: () => reader.close(),

@@ -15,7 +15,7 @@ test('SIGTERM during ask: the request in flight completes, then the server exits
   const listening = new Promise<void>((r) => { sawListening = r })
   let sawRequest: () => void = () => {}
   const requested = new Promise<void>((r) => { sawRequest = r })
-  const env = { AMBIGQA_LOG_LEVEL: 'info', AMBIGQA_READER_SPANSEQGEN: fixture.dir!, AMBIGQA_READER_QD: fixture.dir!, AMBIGQA_READER_PRECISION: 'fp32' }
+  const env = { AMBIGQA_LOG_LEVEL: 'info', AMBIGQA_READER_KIND: 'spanseqgen', AMBIGQA_READER_SPANSEQGEN: fixture.dir!, AMBIGQA_READER_QD: fixture.dir!, AMBIGQA_READER_PRECISION: 'fp32' }
   let child: import('node:child_process').ChildProcess | undefined
   const exited = runCli(['serve', '--store', store, '--port', '0'], {
     env,

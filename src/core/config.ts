@@ -130,13 +130,15 @@ export const defaults: Config = {
   // pools the answers, keeping those within poolKeep of the best (opt-in: BENCHMARKS.md).
   // kind: which reader gives the answer set; extractive (keep, minProbability, maxAnswers) reads
   // each passage alone and keeps the answers whose probability is within `keep` of the best;
-  // rankPrior weighs the retriever's order into its passage scores.
+  // rankPrior weighs the retriever's order into its passage scores. The default is the better of
+  // the two on eval-300; read, rankPrior, keep, minProbability and maxAnswers were chosen on
+  // train/splits/reader-tune.txt by bench/tune-extractive (BENCHMARKS.md), never on eval-300.
   // read: passages the reader reads when a request does not say (ask's options.read, --read);
   // retrieve: passages retrieved for it when a request does not say (options.retrieve, --retrieve).
   reader: {
-    kind: 'spanseqgen', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'reader'),
+    kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'reader'),
     precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
-    keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 0, read: 10,
+    keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 4, read: 3,
     retrieve: 100,
   },
   log: { level: 'info' },
