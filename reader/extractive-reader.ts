@@ -196,7 +196,8 @@ export class ExtractiveReader {
   }
 
   /**
-   * Spans merged by normalised text (probabilities summed over passages), best first; those under
+   * Spans merged by normalised text (probabilities summed over passages), best first, a span cut
+   * across a bracket or a quotation mark left out; those under
    * `keep` of the best dropped, and an answer whose words lie inside a better one's (the same
    * answer cut short); nothing when the best is under `minProbability`.
    */
@@ -204,7 +205,7 @@ export class ExtractiveReader {
     const merged = new Map<string, { text: string; probability: number; passages: Set<number> }>()
     for (const span of spans) {
       const key = normalizeAnswer(span.text)
-      if (key.length === 0) continue
+      if (key.length === 0 || !balanced(span.text)) continue
       const entry = merged.get(key)
       if (entry) {
         entry.probability += Math.exp(span.score)
@@ -234,6 +235,22 @@ export class ExtractiveReader {
   async close(): Promise<void> {
     await this.session.release()
   }
+}
+
+/**
+ * Whether every bracket the span opens it closes and the other way round: "Bob Brown (aka Captain
+ * Rock" is a span cut across a parenthesis, never an answer as the passage writes it.
+ */
+function balanced(text: string): boolean {
+  for (const [open, close] of [['(', ')'], ['[', ']'], ['{', '}']] as const) {
+    let depth = 0
+    for (const ch of text) {
+      if (ch === open) depth++
+      else if (ch === close && --depth < 0) return false
+    }
+    if (depth !== 0) return false
+  }
+  return (text.match(/"/g)?.length ?? 0) % 2 === 0
 }
 
 /** config.json's max_position_embeddings, when the folder has one. */

@@ -74,6 +74,13 @@ test('answer set: spans merged by normalised text, kept within `keep` of the bes
   assert.deepEqual(answers[1]!.evidence.map((p) => p.id), ['b'])
 })
 
+test('answer set: a span cut across a bracket or a quotation mark is never an answer', { skip: fixture.skip }, () => {
+  const item = { question: 'q', passages: [{ id: 'a', title: 'A', text: 'Bob Brown (aka Captain Rock) sang "Baker Street" first', score: 1 }] }
+  const span = (text: string, p: number): ScoredSpan => ({ passage: 0, start: 0, end: 0, text, score: Math.log(p) })
+  const answers = reader.answerSet(item, [span('Bob Brown (aka Captain Rock', 0.4), span('"Baker', 0.3), span('Bob Brown', 0.2), span('Captain Rock)', 0.2), span('"Baker Street"', 0.1)])
+  assert.deepEqual(answers.map((a) => a.answer), ['Bob Brown', '"Baker Street"'])
+})
+
 test('answer set: nothing when the best answer is under minProbability', { skip: fixture.skip }, async () => {
   const strict = await ExtractiveReader.load(fixture.dir!, { precision: 'fp32' }, { minProbability: 0.99 })
   try {
