@@ -8,6 +8,7 @@ import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFile
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import { defaults } from '../src/core/config.js'
 import { fullPredictions } from '../src/eval/eval-ambignq.js'
 import type { EvalMetrics, ProgressRecord } from '../src/eval/eval-records.js'
 import { escapeHtml } from '../src/eval/report-html.js'
@@ -86,7 +87,7 @@ test('a run over 5 AmbigNQ dev questions writes the official predictions, their 
   const lines = progressLines(out)
   assert.deepEqual(lines.map((l) => l.id).sort(), [...ids].sort())
   for (const line of lines) {
-    assert.equal(line.read.length, 10)
+    assert.equal(line.read.length, defaults.reader.read)
     assert.ok(line.timings.totalMs > 0 && line.timings.retrievalMs >= 0 && line.timings.readMs! > 0)
     for (const a of line.answers) assert.ok(typeof a.confidence === 'number' && Array.isArray(a.evidence) && typeof a.question === 'string')
   }
@@ -102,7 +103,7 @@ test('a run over 5 AmbigNQ dev questions writes the official predictions, their 
   assert.equal(metrics.n_all, 5)
   assert.ok(metrics.timings.total.p50Ms > 0 && metrics.timings.total.p50Ms <= metrics.timings.total.p99Ms)
   assert.equal(metrics.config.retrieve, 100)
-  assert.equal(metrics.config.read, 10)
+  assert.equal(metrics.config.read, defaults.reader.read)
   assert.equal(metrics.config.concurrency, 2)
   assert.equal(metrics.run.answeredNow, 5)
 
@@ -136,7 +137,7 @@ test('a run over 5 AmbigNQ dev questions writes the official predictions, their 
   // Resuming with other settings would mix answers: refused, naming the difference.
   const other = await runCli([...args, '--read', '5'], { env })
   assert.equal(other.code, 1)
-  assert.match(cliError(other.stderr), /AMBIGQA_ERR_USAGE: .*other settings \(read: was 10, now 5\)/)
+  assert.match(cliError(other.stderr), new RegExp(`AMBIGQA_ERR_USAGE: .*other settings \\(read: was ${defaults.reader.read}, now 5\\)`))
 })
 
 test('a run killed midway resumes: the answered questions are kept, a truncated last line is dropped, the rest is answered', { skip: devSkip, timeout: 600_000 }, async () => {
