@@ -16,6 +16,7 @@ import { INPUT_SEPARATOR } from '../reader/reader-input.js'
 import { Seq2SeqModel, type Precision } from '../reader/seq2seq-model.js'
 import { SpanSeqGen, type ReadingQuestion } from '../reader/span-seq-gen.js'
 import { matchesAnyAlias, normalizeAnswer } from '../src/core/normalize-answer.js'
+import { multisetF1 } from '../src/eval/edit-f1.js'
 
 const { values } = parseArgs({
   options: {
@@ -53,20 +54,10 @@ function squadRows(path: string): Row[] {
   return all.filter((_, i) => i % stride === 0).slice(0, n)
 }
 
-/** SQuAD's token F1 of a prediction against its best alias. */
+/** SQuAD's token F1 of a prediction against its best alias: the multiset F1 of their normalised words. */
 function tokenF1(golds: readonly string[], prediction: string): number {
-  const pred = normalizeAnswer(prediction).split(' ').filter(Boolean)
-  return Math.max(0, ...golds.map((g) => {
-    const gold = normalizeAnswer(g).split(' ').filter(Boolean)
-    const counts = new Map<string, number>()
-    for (const t of gold) counts.set(t, (counts.get(t) ?? 0) + 1)
-    let same = 0
-    for (const t of pred) { const c = counts.get(t) ?? 0; if (c > 0) { same++; counts.set(t, c - 1) } }
-    if (same === 0) return 0
-    const p = same / pred.length
-    const r = same / gold.length
-    return (2 * p * r) / (p + r)
-  }))
+  const words = (s: string) => normalizeAnswer(s).split(' ').filter(Boolean)
+  return Math.max(0, ...golds.map((g) => multisetF1(words(g), words(prediction))))
 }
 
 /** Reads every row in chunks of 8 and prints EM, F1 and examples/s of the first answer. */

@@ -261,9 +261,13 @@ function maxPositions(dir: string): number | undefined {
   return typeof value === 'number' && value > 0 ? value : undefined
 }
 
-function logSoftmax(values: readonly number[]): number[] {
+function logSumExp(values: readonly number[]): number {
   const max = Math.max(...values)
-  const norm = max + Math.log(values.reduce((s, v) => s + Math.exp(v - max), 0))
+  return max + Math.log(values.reduce((s, v) => s + Math.exp(v - max), 0))
+}
+
+function logSoftmax(values: readonly number[]): number[] {
+  const norm = logSumExp(values)
   return values.map((v) => v - norm)
 }
 
@@ -274,6 +278,5 @@ function logSumExpOver(inputs: Input[], logits: Logits[], pick: (l: Logits) => F
     const l = pick(logits[p]!)
     for (let t = 0; t < logits[p]!.length; t++) if (allowed(x, t)) values.push(l[t]!)
   })
-  const max = Math.max(...values)
-  return max + Math.log(values.reduce((s, v) => s + Math.exp(v - max), 0))
+  return logSumExp(values)
 }
