@@ -1,25 +1,42 @@
 // Question disambiguation (Min et al. 2020): for each answer of an ambiguous question, a minimal
 // rewrite of the question that has that answer only. Input as the paper's QD model reads it, and
 // as train/ambigqa_train/data.py writes it: prompt question [SEP] target answer [SEP] the other
-// answers joined by the separator [SEP] passages.
+// answers joined by the separator [SEP] passages (the answer's own evidence first, since a small
+// model reads only the first maxInputTokens). Beam search proposes `candidates` rewrites per
+// answer; the best one without a fault (rewrite-check.ts) is returned, and when none is left the
+// prompt question is returned marked as not rewritten, instead of invented words.
 import type { RetrievedPassage } from '../src/core/retriever.js'
 import { generate } from './generate.js'
 import type { GenerationOptions } from './generation-options.js'
 import { qdInput } from './reader-input.js'
+import { rewriteFaults, supportedWords } from './rewrite-check.js'
 import type { Seq2SeqModel } from './seq2seq-model.js'
 
 export interface DisambiguatorOptions {
   maxInputTokens: number
   separator: string
   generation: Partial<GenerationOptions>
+  /** Rewrites proposed per answer (beam width and returned sequences); 1 is greedy. */
+  candidates: number
 }
 
-export const defaultDisambiguatorOptions: DisambiguatorOptions = { maxInputTokens: 384, separator: '<SEP>', generation: {} }
+export const defaultDisambiguatorOptions: DisambiguatorOptions = { maxInputTokens: 384, separator: '<SEP>', generation: {}, candidates: 1 }
 
 export interface DisambiguationItem {
   question: string
   answers: readonly string[]
+  /** The passages read for the question. */
   passages: readonly RetrievedPassage[]
+  /** Each answer's own evidence (same order as answers), put first in its input. */
+  evidence?: readonly (readonly RetrievedPassage[])[]
+}
+
+export interface Rewrite {
+  question: string
+  /** false: the prompt question as it was (one answer, or no proposal without a fault). */
+  rewritten: boolean
+  /** The model's best proposal before the checks ('' when nothing was generated). */
+  proposal: string
 }
 
 export class QuestionDisambiguator {
@@ -34,27 +51,51 @@ export class QuestionDisambiguator {
     return this.model.tokenizer.encode(text, this.options.maxInputTokens)
   }
 
-  /** One question per answer; a single answer keeps the prompt question as it is. */
-  async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<string[][]> {
+  /** One rewrite per answer; a single answer keeps the prompt question as it is. */
+  async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<Rewrite[][]> {
     const requests: { input: number[] }[] = []
     const owners: [number, number][] = []
     items.forEach((item, i) => {
       if (item.answers.length < 2) return
       item.answers.forEach((answer, j) => {
-        requests.push({ input: this.input(item.question, answer, item.answers.filter((_, k) => k !== j), item.passages) })
+        requests.push({ input: this.input(item.question, answer, item.answers.filter((_, k) => k !== j), passagesFor(item, j)) })
         owners.push([i, j])
       })
     })
-    const out = items.map((item) => item.answers.map(() => item.question))
+    const out: Rewrite[][] = items.map((item) => item.answers.map(() => ({ question: item.question, rewritten: false, proposal: '' })))
     if (requests.length === 0) return out
-    const options = { ...this.model.generationDefaults, ...this.options.generation }
+    const n = Math.max(1, this.options.candidates)
+    const options = { ...this.model.generationDefaults, ...this.options.generation, numBeams: n, numReturnSequences: n }
     const hypotheses = await generate(this.model, requests, options, signal ? { signal } : {})
+    const proposals = new Map<number, string[][]>()
     hypotheses.forEach((list, r) => {
       const [i, j] = owners[r]!
-      const text = this.model.tokenizer.decode(list[0]!.generated).trim()
-      // An empty rewrite says nothing: the prompt question is the honest fallback.
-      if (text.length > 0) out[i]![j] = text
+      const texts = list.map((h) => this.model.tokenizer.decode(h.generated).trim()).filter((t) => t.length > 0)
+      if (!proposals.has(i)) proposals.set(i, [])
+      proposals.get(i)![j] = texts
     })
+    for (const [i, perAnswer] of proposals) {
+      const item = items[i]!
+      const supported = supportedWords([item.question, ...item.answers, ...allPassages(item).flatMap((p) => [p.title, p.text])])
+      const chosen: string[] = []
+      perAnswer.forEach((texts, j) => {
+        const pick = texts.find((t) => rewriteFaults(item.question, t, supported, chosen).length === 0)
+        out[i]![j] = pick === undefined ? { question: item.question, rewritten: false, proposal: texts[0] ?? '' } : { question: pick, rewritten: true, proposal: texts[0]! }
+        if (pick !== undefined) chosen.push(pick)
+      })
+    }
     return out
   }
+}
+
+function passagesFor(item: DisambiguationItem, answer: number): RetrievedPassage[] {
+  const own = item.evidence?.[answer] ?? []
+  const ids = new Set(own.map((p) => p.id))
+  return [...own, ...item.passages.filter((p) => !ids.has(p.id))]
+}
+
+function allPassages(item: DisambiguationItem): RetrievedPassage[] {
+  const seen = new Map<string, RetrievedPassage>()
+  for (const p of [...item.passages, ...(item.evidence ?? []).flat()]) seen.set(p.id, p)
+  return [...seen.values()]
 }

@@ -5,7 +5,7 @@ import type { Logger } from '../src/core/log.js'
 import type { Disambiguated, Read, Reranked, Stage } from '../src/core/stages.js'
 import { BatchQueue } from './batch-queue.js'
 import { ExtractiveReader } from './extractive-reader.js'
-import { QuestionDisambiguator, type DisambiguationItem } from './question-disambiguator.js'
+import { QuestionDisambiguator, type DisambiguationItem, type Rewrite } from './question-disambiguator.js'
 import { Seq2SeqModel } from './seq2seq-model.js'
 import { SpanSeqGen, type PredictedAnswer, type ReadingQuestion } from './span-seq-gen.js'
 
@@ -21,6 +21,8 @@ export interface ReaderSettings {
   threads: number
   maxBatch: number
   maxInputTokens: number
+  qdMaxInputTokens: number
+  qdCandidates: number
   numBeams: number
   constrainToPassages: boolean
   readEach: number
@@ -33,7 +35,7 @@ export interface ReaderSettings {
 
 export class Reader {
   private readonly answerQueue: BatchQueue<ReadingQuestion, PredictedAnswer[]>
-  private readonly questionQueue: BatchQueue<DisambiguationItem, string[]>
+  private readonly questionQueue: BatchQueue<DisambiguationItem, Rewrite[]>
 
   private constructor(readonly answerReader: SpanSeqGen | ExtractiveReader, readonly disambiguator: QuestionDisambiguator, private readonly models: { close(): Promise<void> }[], maxBatch: number, readonly kind: string) {
     this.answerQueue = new BatchQueue((items) => answerReader.read(items), maxBatch)
@@ -46,7 +48,7 @@ export class Reader {
     const questionModel = await Seq2SeqModel.load(settings.qd, device)
     try {
       // Small QD models loop ("do do do"); a repeated trigram is never a minimal rewrite.
-      const disambiguator = new QuestionDisambiguator(questionModel, { maxInputTokens: settings.maxInputTokens, generation: { noRepeatNgramSize: 3, ...generation } })
+      const disambiguator = new QuestionDisambiguator(questionModel, { maxInputTokens: settings.qdMaxInputTokens, candidates: settings.qdCandidates, generation: { noRepeatNgramSize: 3, ...generation } })
       if (settings.kind === 'extractive') {
         const extractive = await ExtractiveReader.load(settings.extractive, device, { keep: settings.keep, minProbability: settings.minProbability, maxAnswers: settings.maxAnswers, rankPrior: settings.rankPrior })
         return new Reader(extractive, disambiguator, [extractive, questionModel], settings.maxBatch, 'extractive')
@@ -71,8 +73,8 @@ export class Reader {
   readonly disambiguateStage: Stage<Read, Disambiguated> = {
     name: 'qd',
     run: async (input, signal) => {
-      const questions = await this.questionQueue.submit({ question: input.question, answers: input.answers.map((a) => a.answer), passages: input.reranked }, signal)
-      return { ...input, answers: input.answers.map((a, i) => ({ ...a, question: questions[i]! })), ambiguous: input.answers.length > 1 }
+      const rewrites = await this.questionQueue.submit({ question: input.question, answers: input.answers.map((a) => a.answer), passages: input.reranked, evidence: input.answers.map((a) => a.evidence) }, signal)
+      return { ...input, answers: input.answers.map((a, i) => ({ ...a, question: rewrites[i]!.question, rewritten: rewrites[i]!.rewritten })), ambiguous: input.answers.length > 1 }
     },
   }
 

@@ -264,8 +264,12 @@ test('question disambiguation: one rewrite per answer; one answer keeps the prom
     { question: 'who wrote harry potter', answers: ['J. K. Rowling'], passages },
   ])
   assert.equal(several!.length, 2)
-  for (const q of several!) assert.ok(q.length > 0)
-  assert.deepEqual(one, ['who wrote harry potter'])
+  for (const r of several!) {
+    // Returned only when it passed the checks, else the prompt marked as not rewritten.
+    if (r.rewritten) assert.notEqual(r.question, 'when did the harry potter movie come out')
+    else assert.equal(r.question, 'when did the harry potter movie come out')
+  }
+  assert.deepEqual(one, [{ question: 'who wrote harry potter', rewritten: false, proposal: '' }])
 })
 
 test('the batch queue runs concurrent requests together, up to maxBatch, and drops aborted ones', async () => {

@@ -14,7 +14,8 @@ export interface Retrieved { question: string; passages: RetrievedPassage[]; tim
 export interface Reranked extends Retrieved { reranked: RetrievedPassage[] }
 export interface ReadAnswer { answer: string; confidence: number; evidence: RetrievedPassage[] }
 export interface Read extends Reranked { answers: ReadAnswer[] }
-export interface Disambiguated extends Read { answers: (ReadAnswer & { question: string })[]; ambiguous: boolean }
+/** `rewritten: false`: the question is the prompt as asked (one answer, or no rewrite survived the checks). */
+export interface Disambiguated extends Read { answers: (ReadAnswer & { question: string; rewritten: boolean })[]; ambiguous: boolean }
 
 /** A stage: the previous stage's output in, the same plus one thing out. */
 export interface Stage<In, Out> { readonly name: string; run(input: In, signal?: AbortSignal): Promise<Out> }

@@ -74,7 +74,7 @@ export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'r
     store: config.retriever === 'bm25-es' ? config.elasticsearch.url : resolve(config.store),
     reranker: config.reranker.model ? { model: resolve(config.reranker.model), precision: config.reranker.precision, maxTokens: config.reranker.maxTokens } : 'none',
     reader: {
-      spanseqgen: resolve(r.spanseqgen), qd: resolve(r.qd), precision: r.precision,
+      spanseqgen: resolve(r.spanseqgen), qd: resolve(r.qd), qdMaxInputTokens: r.qdMaxInputTokens, qdCandidates: r.qdCandidates, precision: r.precision,
       maxInputTokens: r.maxInputTokens, numBeams: r.numBeams, constrainToPassages: r.constrainToPassages, readEach: r.readEach, poolKeep: r.poolKeep,
     },
   }
@@ -93,7 +93,7 @@ export function toProgressRecord(id: string, result: Disambiguated): ProgressRec
   return {
     id,
     question: result.question,
-    answers: result.answers.map((a) => ({ answer: a.answer, question: a.question, confidence: a.confidence, evidence: a.evidence.map((p) => p.id) })),
+    answers: result.answers.map((a) => ({ answer: a.answer, question: a.question, rewritten: a.rewritten, confidence: a.confidence, evidence: a.evidence.map((p) => p.id) })),
     read: result.reranked.map((p) => p.id),
     timings,
   }

@@ -7,7 +7,7 @@ import type { AmbigNqMetrics } from './score-ambignq.js'
 export interface ProgressRecord {
   id: string
   question: string
-  answers: { answer: string; question: string; confidence: number; evidence: string[] }[]
+  answers: { answer: string; question: string; rewritten: boolean; confidence: number; evidence: string[] }[]
   /** Ids of the passages the reader read, in reading order. */
   read: string[]
   timings: StageTimings

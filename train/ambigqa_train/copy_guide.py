@@ -14,6 +14,7 @@ skill instead of one the model must discover:
 """
 from __future__ import annotations
 
+from difflib import SequenceMatcher
 from typing import Any
 
 import torch
@@ -51,6 +52,41 @@ def copy_pointers(input_ids: torch.Tensor, labels: torch.Tensor, segment_sep: in
                     if j < len(row) and row[j] >= 0 and at + len(span) < len(src):
                         ptr[b, j] = at + len(span)
             i = j + 1
+    return ptr
+
+
+def edit_pointers(input_ids: torch.Tensor, labels: torch.Tensor, segment_sep: int) -> torch.Tensor:
+    """Pointers for a rewrite of the first input segment (question disambiguation): target tokens
+    the rewrite keeps from the prompt point at the prompt token they align with (the longest
+    common blocks, so a repeated "the" points at the right one); each inserted run points at its
+    first verbatim occurrence after the prompt (an answer or the passage), and -1 when it occurs
+    nowhere; eos points at the [SEP] closing the prompt. So the decoder learns to copy the prompt and to insert from the evidence."""
+    ptr = torch.full(labels.shape, -1, dtype=torch.long)
+    for b in range(input_ids.shape[0]):
+        src = input_ids[b].tolist()
+        end = src.index(segment_sep) if segment_sep in src else len(src)
+        prompt = src[1:end]  # after the leading [CLS]
+        row = [t for t in labels[b].tolist() if t >= 0]
+        body = row[:-1] if row and row[-1] == segment_sep else row  # eos closes the target
+        if len(body) < len(row) and end < len(src):
+            ptr[b, len(body)] = end  # eos looks at the prompt's closing [SEP]: copying is done
+        kept = [False] * len(body)
+        for block in SequenceMatcher(a=prompt, b=body, autojunk=False).get_matching_blocks():
+            for k in range(block.size):
+                ptr[b, block.b + k] = 1 + block.a + k
+                kept[block.b + k] = True
+        j = 0
+        while j < len(body):
+            if kept[j]:
+                j += 1
+                continue
+            k = j
+            while k < len(body) and not kept[k]:
+                k += 1
+            at = _find(src, body[j:k], end + 1)
+            if at >= 0:
+                ptr[b, j:k] = torch.arange(at, at + k - j)
+            j = k
     return ptr
 
 

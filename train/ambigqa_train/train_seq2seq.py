@@ -7,7 +7,8 @@ output projection is the embedding matrix), freeze_encoder (default false: the e
 without gradients), encoder_lr (default lr: the encoder's own learning rate), pointer_weight
 (default 0: the copy pointer loss on cross-attention, see copy_guide.py), readout_init (default
 false: on a fresh warm start, initialise the last decoder layer to read tokens out of encoder
-states).
+states), pointer (default "answers": copy answer spans from the passages; "edit": copy the
+prompt question and insert from the rest of the input, for question disambiguation).
 `init` (optional): a checkpoint folder (model + tokenizer, e.g. stage 1's
 `checkpoints/spanseqgen1/seed-0/checkpoint`) to start from instead of the MiniLM warm start
 (`warm`, `decoder_layers` then do not apply); optimizer and step start fresh. A run that has
@@ -24,7 +25,7 @@ import torch
 from transformers import BartForConditionalGeneration, PreTrainedTokenizerFast
 
 from .common import load_config, read_jsonl, run_steps, setup
-from .copy_guide import copy_pointers, pointer_loss, readout_init, use_eager_attention
+from .copy_guide import copy_pointers, edit_pointers, pointer_loss, readout_init, use_eager_attention
 from .warm_start import ANSWER_SEP, build_bart, load_tokenizer, set_layer_norm_eps
 
 
@@ -98,7 +99,10 @@ def loss_fn(model: BartForConditionalGeneration, tok: PreTrainedTokenizerFast, c
             out = model(**inputs, output_attentions=weight > 0)
         if weight == 0:
             return out.loss
-        ptr = copy_pointers(ids, inputs["labels"], tok.sep_token_id, answer_sep)
+        if cfg.get("pointer") == "edit":
+            ptr = edit_pointers(ids, inputs["labels"], tok.sep_token_id)
+        else:
+            ptr = copy_pointers(ids, inputs["labels"], tok.sep_token_id, answer_sep)
         return out.loss + weight * pointer_loss(out.cross_attentions[-1], ptr)
 
     return loss

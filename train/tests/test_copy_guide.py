@@ -3,7 +3,7 @@ import math
 
 import torch
 
-from ambigqa_train.copy_guide import copy_pointers, pointer_loss, readout_init
+from ambigqa_train.copy_guide import copy_pointers, edit_pointers, pointer_loss, readout_init
 from ambigqa_train.train_seq2seq import encode
 from ambigqa_train.warm_start import ANSWER_SEP, build_bart
 
@@ -23,6 +23,16 @@ def test_pointers_skip_question_tokens() -> None:
     src = torch.tensor([[101, 12, SEP, 11, 12, SEP]])
     labels = torch.tensor([[12, SEP]])
     assert copy_pointers(src, labels, SEP, ASEP)[0].tolist() == [4, 5]
+
+
+def test_edit_pointers_copy_the_prompt_and_insert_from_the_evidence() -> None:
+    # [CLS] when did x x come [SEP] ans [SEP] in 2017 [SEP]   rewrite: when did x in 2017 x new come [SEP]
+    src = torch.tensor([[101, 1, 2, 3, 3, 4, SEP, 20, SEP, 30, 31, SEP]])
+    labels = torch.tensor([[1, 2, 3, 30, 31, 3, 9, 4, SEP, -100]])
+    ptr = edit_pointers(src, labels, SEP)[0].tolist()
+    # kept tokens point at their aligned prompt position (the second x at the second x), the
+    # inserted "in 2017" at the evidence, a word from nowhere at nothing, eos at the prompt's [SEP]
+    assert ptr == [1, 2, 3, 9, 10, 4, -1, 5, 6, -1]
 
 
 def test_pointer_loss_is_zero_on_target_and_log_n_when_uniform() -> None:

@@ -1,0 +1,112 @@
+// bench/qd-oracle: question disambiguation with the gold answers given (oracle QD), so that reading
+// does not count. Every multi-answer eval-300 question gets one rewrite per gold answer of its
+// first multipleQAs annotation, from each model side by side; a single-answer question keeps its
+// prompt with its gold answer. Scored with the official metric in full mode (F1 BLEU, F1 EDIT-F1),
+// with the fault rates of each model's best proposal (rewrite-check.ts) over the multi-answer
+// questions: identical to the prompt, a repeated trigram, a word from nowhere, the same as
+// another answer's. Each answer's evidence is the first retrieved passage (top --k) holding it.
+//   npx tsc -p . && node dist/bench/qd-oracle.js --model assets/models/reader@384 --model models/qd@96
+import { parseArgs } from 'node:util'
+import { QuestionDisambiguator, type DisambiguationItem, type Rewrite } from '../reader/question-disambiguator.js'
+import { rewriteFaults, supportedWords, type RewriteFault } from '../reader/rewrite-check.js'
+import { Seq2SeqModel } from '../reader/seq2seq-model.js'
+import { openRetriever } from '../retriever/open-retriever.js'
+import { loadConfig } from '../src/core/config.js'
+import { hasAnswer } from '../src/core/has-answer.js'
+import { DEFAULT_SHARED_DATA } from '../src/core/paths.js'
+import { loadEvalRecords } from '../src/eval/eval-ambignq.js'
+import { scoreAmbigNq, type AmbigNqRecord, type PredictedQaPair } from '../src/eval/score-ambignq.js'
+
+const { values } = parseArgs({
+  options: {
+    // dir@maxInputTokens, repeated: the models compared.
+    model: { type: 'string', multiple: true, default: ['assets/models/reader@384', 'assets/models/qd@96'] },
+    candidates: { type: 'string', default: '1,4' },
+    precision: { type: 'string', default: 'int8' },
+    store: { type: 'string', default: 'data/eval-300' },
+    shared: { type: 'string', default: DEFAULT_SHARED_DATA },
+    k: { type: 'string', default: '10' },
+    limit: { type: 'string' },
+  },
+})
+
+const records = loadEvalRecords(`${values.shared}/ambignq/dev_light.json`, `${values.shared}/splits/eval-300.txt`, values.limit ? Number(values.limit) : undefined)
+const retriever = await openRetriever(loadConfig({ flags: { store: values.store } }))
+
+function goldPairs(record: AmbigNqRecord): { answer: string; aliases: string[] }[] | undefined {
+  const multi = record.annotations.find((a) => a.type === 'multipleQAs')
+  if (record.annotations.some((a) => a.type === 'singleAnswer') || !multi || multi.type !== 'multipleQAs') return undefined
+  return multi.qaPairs.map((p) => ({ answer: p.answer[0]!, aliases: p.answer }))
+}
+
+interface Question { record: AmbigNqRecord; item?: DisambiguationItem }
+const questions: Question[] = []
+for (const record of records) {
+  const pairs = goldPairs(record)
+  if (!pairs) {
+    questions.push({ record })
+    continue
+  }
+  const passages = await retriever.search(record.question, Number(values.k))
+  const evidence = pairs.map((p) => passages.filter((x) => hasAnswer(x.text, p.aliases)).slice(0, 1))
+  questions.push({ record, item: { question: record.question, answers: pairs.map((p) => p.answer), passages: passages.slice(0, 3), evidence } })
+}
+const multi = questions.filter((q) => q.item)
+process.stderr.write(`${records.length} questions, ${multi.length} with multipleQAs only; evidence found for ${multi.flatMap((q) => q.item!.evidence!).filter((e) => e.length > 0).length} of ${multi.reduce((n, q) => n + q.item!.answers.length, 0)} answers\n`)
+
+function singleAnswer(record: AmbigNqRecord): string {
+  const a = record.annotations[0]!
+  return a.type === 'singleAnswer' ? a.answer[0]! : a.qaPairs[0]!.answer[0]!
+}
+
+const pct = (x: number) => (100 * x).toFixed(1)
+const rows: string[] = []
+for (const spec of values.model!) {
+  const [dir, tokens] = spec.split('@') as [string, string | undefined]
+  const model = await Seq2SeqModel.load(dir, { precision: values.precision as 'int8' | 'fp32' })
+  for (const candidates of values.candidates!.split(',').map(Number)) {
+    const qd = new QuestionDisambiguator(model, { maxInputTokens: Number(tokens ?? 384), candidates, generation: { noRepeatNgramSize: 3 } })
+    const started = performance.now()
+    const rewrites = new Map<string, Rewrite[]>()
+    for (let i = 0; i < multi.length; i += 8) {
+      const chunk = multi.slice(i, i + 8)
+      const out = await qd.disambiguate(chunk.map((q) => q.item!))
+      chunk.forEach((q, j) => rewrites.set(q.record.id, out[j]!))
+    }
+    const seconds = (performance.now() - started) / 1000
+    const predictions: Record<string, PredictedQaPair[]> = {}
+    const proposals: Record<string, PredictedQaPair[]> = {}
+    const faults = new Map<RewriteFault | 'any', number>()
+    let total = 0
+    let rewritten = 0
+    for (const q of questions) {
+      if (!q.item) {
+        predictions[q.record.id] = proposals[q.record.id] = [{ question: q.record.question, answer: singleAnswer(q.record) }]
+        continue
+      }
+      const list = rewrites.get(q.record.id)!
+      predictions[q.record.id] = list.map((r, j) => ({ question: r.question, answer: q.item!.answers[j]! }))
+      proposals[q.record.id] = list.map((r, j) => ({ question: r.proposal || q.record.question, answer: q.item!.answers[j]! }))
+      const supported = supportedWords([q.item.question, ...q.item.answers, ...[...q.item.passages, ...q.item.evidence!.flat()].flatMap((p) => [p.title, p.text])])
+      list.forEach((r, j) => {
+        total++
+        if (r.rewritten) rewritten++
+        const found = rewriteFaults(q.item!.question, r.proposal, supported, list.slice(0, j).map((x) => x.proposal))
+        for (const f of found) faults.set(f, (faults.get(f) ?? 0) + 1)
+        if (found.length > 0) faults.set('any', (faults.get('any') ?? 0) + 1)
+      })
+    }
+    const score = (p: Record<string, PredictedQaPair[]>) => scoreAmbigNq(records, p).metrics
+    const checked = score(predictions)
+    const raw = score(proposals)
+    const rate = (f: RewriteFault | 'any') => pct((faults.get(f) ?? 0) / total)
+    rows.push(`| ${dir} (${tokens ?? 384} tokens) | ${candidates} | ${pct(raw['F1 edit-f1']!.multi)} / ${pct(raw['F1 bleu4']!.multi)} | ${pct(checked['F1 edit-f1']!.multi)} / ${pct(checked['F1 bleu4']!.multi)} / ${pct(checked['F1 edit-f1']!.all)} | ${pct(rewritten / total)} | ${rate('identical')} | ${rate('repeated-trigram')} | ${rate('unsupported-word')} | ${rate('duplicate')} | ${rate('any')} | ${seconds.toFixed(0)} |`)
+    process.stderr.write(`${rows.at(-1)}\n`)
+  }
+  await model.close()
+}
+console.log(`oracle QD on ${records.length} eval-300 questions (${multi.length} multi-answer; ${values.precision})`)
+console.log('| model | candidates | best proposal: EDIT-F1 / BLEU-4 (multi) | returned: EDIT-F1 / BLEU-4 (multi) / EDIT-F1 (all) | rewritten % | identical % | repeated trigram % | word from nowhere % | duplicate % | any fault % | s |')
+console.log('|---|---|---|---|---|---|---|---|---|---|---|')
+for (const row of rows) console.log(row)
+await retriever.close?.()

@@ -1,0 +1,23 @@
+import assert from 'node:assert/strict'
+import test from 'node:test'
+import { rewriteFaults, rewriteWords, supportedWords } from '../reader/rewrite-check.js'
+
+const prompt = 'When did the Harry Potter movie come out?'
+const supported = supportedWords([prompt, '4 November 2001', 'Harry Potter: The first film premiered in London on 4 November 2001.'])
+
+test('rewrite words ignore case, accents and punctuation', () => {
+  assert.deepEqual(rewriteWords('Pokémon: "Gotta", catch \'em!'), ['pokemon', 'gotta', 'catch', 'em'])
+})
+
+test('a rewrite that adds words from the evidence, an inflection or a function word has no fault', () => {
+  assert.deepEqual(rewriteFaults(prompt, 'When did the Harry Potter movie premiere in London?', supported), [])
+  assert.deepEqual(rewriteFaults(prompt, 'Which Harry Potter film premiered in London?', supported), [])
+})
+
+test('each fault the server refuses is named', () => {
+  assert.deepEqual(rewriteFaults(prompt, 'when did the harry potter movie come out', supported), ['identical'])
+  assert.deepEqual(rewriteFaults(prompt, 'when did the harry potter in london the harry potter in london come out', supported), ['repeated-trigram'])
+  assert.deepEqual(rewriteFaults(prompt, 'When did the Harry Potter movie desdodo come out?', supported), ['unsupported-word'])
+  const first = 'When did the Harry Potter movie premiere in London?'
+  assert.deepEqual(rewriteFaults(prompt, 'when did the harry potter movie premiere in london', supported, [first]), ['duplicate'])
+})
