@@ -4,8 +4,10 @@
 // prompt with its gold answer. Scored with the official metric in full mode (F1 BLEU, F1 EDIT-F1),
 // with the fault rates of each model's best proposal (rewrite-check.ts) over the multi-answer
 // questions: identical to the prompt, a repeated trigram, a word from nowhere, the same as
-// another answer's. Each answer's evidence is the first retrieved passage (top --k) holding it.
+// another answer's, half of the prompt's content words gone. Each answer's evidence is the first retrieved passage (top --k) holding it.
 //   npx tsc -p . && node dist/bench/qd-oracle.js --model assets/models/reader@384 --model models/qd@96
+//   [--heldout data/train/qd-heldout.jsonl: the train-side held-out rewrites, where settings are chosen]
+import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { QuestionDisambiguator, type DisambiguationItem, type Rewrite } from '../reader/question-disambiguator.js'
 import { rewriteFaults, supportedWords, type RewriteFault } from '../reader/rewrite-check.js'
@@ -22,15 +24,35 @@ const { values } = parseArgs({
     // dir@maxInputTokens, repeated: the models compared.
     model: { type: 'string', multiple: true, default: ['assets/models/reader@384', 'assets/models/qd@96'] },
     candidates: { type: 'string', default: '1,4' },
+    // free, insert and/or vocab (free decoding over the evidence's word pieces): DisambiguatorOptions
+    edits: { type: 'string', default: 'free,vocab' },
     precision: { type: 'string', default: 'int8' },
     store: { type: 'string', default: 'data/eval-300' },
     shared: { type: 'string', default: DEFAULT_SHARED_DATA },
     k: { type: 'string', default: '10' },
     limit: { type: 'string' },
+    // data/train/qd-heldout.jsonl: score on the train-side held-out rewrites instead of eval-300.
+    heldout: { type: 'string' },
   },
 })
 
-const records = loadEvalRecords(`${values.shared}/ambignq/dev_light.json`, `${values.shared}/splits/eval-300.txt`, values.limit ? Number(values.limit) : undefined)
+const limit = values.limit ? Number(values.limit) : undefined
+const records = values.heldout ? heldoutRecords(values.heldout, limit) : loadEvalRecords(`${values.shared}/ambignq/dev_light.json`, `${values.shared}/splits/eval-300.txt`, limit)
+
+/** The QD held-out rows (train side: ambigqa_train.data's qd-heldout.jsonl) as AmbigNQ records, one
+ * per prompt with two rewrites or more: where settings are chosen, never on eval-300. */
+function heldoutRecords(path: string, max?: number): AmbigNqRecord[] {
+  const groups = new Map<string, { question: string; qaPairs: { question: string; answer: string[] }[] }>()
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    if (!line.trim()) continue
+    const row = JSON.parse(line) as { qid: string; source: string; question: string; target: string; answer: string }
+    const key = `${row.source}:${row.qid}`
+    if (!groups.has(key)) groups.set(key, { question: row.question, qaPairs: [] })
+    groups.get(key)!.qaPairs.push({ question: row.target, answer: [row.answer] })
+  }
+  const out = [...groups].filter(([, g]) => g.qaPairs.length > 1).map(([id, g]) => ({ id, question: g.question, annotations: [{ type: 'multipleQAs' as const, qaPairs: g.qaPairs }] }))
+  return out.slice(0, max)
+}
 const retriever = await openRetriever(loadConfig({ flags: { store: values.store } }))
 
 function goldPairs(record: AmbigNqRecord): { answer: string; aliases: string[] }[] | undefined {
@@ -64,8 +86,9 @@ const rows: string[] = []
 for (const spec of values.model!) {
   const [dir, tokens] = spec.split('@') as [string, string | undefined]
   const model = await Seq2SeqModel.load(dir, { precision: values.precision as 'int8' | 'fp32' })
-  for (const candidates of values.candidates!.split(',').map(Number)) {
-    const qd = new QuestionDisambiguator(model, { maxInputTokens: Number(tokens ?? 384), candidates, generation: { noRepeatNgramSize: 3 } })
+  for (const edits of values.edits!.split(',')) for (const candidates of values.candidates!.split(',').map(Number)) {
+    const mode = { edits: edits === 'insert' ? 'insert' as const : 'free' as const, evidenceVocabulary: edits === 'vocab' }
+    const qd = new QuestionDisambiguator(model, { maxInputTokens: Number(tokens ?? 384), candidates, ...mode, generation: { noRepeatNgramSize: 3 } })
     const started = performance.now()
     const rewrites = new Map<string, Rewrite[]>()
     for (let i = 0; i < multi.length; i += 8) {
@@ -100,13 +123,13 @@ for (const spec of values.model!) {
     const checked = score(predictions)
     const raw = score(proposals)
     const rate = (f: RewriteFault | 'any') => pct((faults.get(f) ?? 0) / total)
-    rows.push(`| ${dir} (${tokens ?? 384} tokens) | ${candidates} | ${pct(raw['F1 edit-f1']!.multi)} / ${pct(raw['F1 bleu4']!.multi)} | ${pct(checked['F1 edit-f1']!.multi)} / ${pct(checked['F1 bleu4']!.multi)} / ${pct(checked['F1 edit-f1']!.all)} | ${pct(rewritten / total)} | ${rate('identical')} | ${rate('repeated-trigram')} | ${rate('unsupported-word')} | ${rate('duplicate')} | ${rate('any')} | ${seconds.toFixed(0)} |`)
+    rows.push(`| ${dir} (${tokens ?? 384} tokens) | ${edits} | ${candidates} | ${pct(raw['F1 edit-f1']!.multi)} / ${pct(raw['F1 bleu4']!.multi)} | ${pct(checked['F1 edit-f1']!.multi)} / ${pct(checked['F1 bleu4']!.multi)} / ${pct(checked['F1 edit-f1']!.all)} | ${pct(rewritten / total)} | ${rate('identical')} | ${rate('repeated-trigram')} | ${rate('unsupported-word')} | ${rate('duplicate')} | ${rate('not-minimal')} | ${rate('any')} | ${seconds.toFixed(0)} |`)
     process.stderr.write(`${rows.at(-1)}\n`)
   }
   await model.close()
 }
-console.log(`oracle QD on ${records.length} eval-300 questions (${multi.length} multi-answer; ${values.precision})`)
-console.log('| model | candidates | best proposal: EDIT-F1 / BLEU-4 (multi) | returned: EDIT-F1 / BLEU-4 (multi) / EDIT-F1 (all) | rewritten % | identical % | repeated trigram % | word from nowhere % | duplicate % | any fault % | s |')
-console.log('|---|---|---|---|---|---|---|---|---|---|---|')
+console.log(`oracle QD on ${records.length} ${values.heldout ? 'held-out train-side' : 'eval-300'} questions (${multi.length} multi-answer; ${values.precision})`)
+console.log('| model | edits | candidates | best proposal: EDIT-F1 / BLEU-4 (multi) | returned: EDIT-F1 / BLEU-4 (multi) / EDIT-F1 (all) | rewritten % | identical % | repeated trigram % | word from nowhere % | duplicate % | not minimal % | any fault % | s |')
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
 for (const row of rows) console.log(row)
 await retriever.close?.()

@@ -6,10 +6,11 @@
 // answer; the best one without a fault (rewrite-check.ts) is returned, and when none is left the
 // prompt question is returned marked as not rewritten, instead of invented words.
 import type { RetrievedPassage } from '../src/core/retriever.js'
-import { generate } from './generate.js'
+import { generate, type GenerateRequest } from './generate.js'
 import type { GenerationOptions } from './generation-options.js'
 import { qdInput } from './reader-input.js'
-import { rewriteFaults, supportedWords } from './rewrite-check.js'
+import { FUNCTION_WORDS, rewriteFaults, supportedWords } from './rewrite-check.js'
+import type { TokenConstraint } from './logits-processors.js'
 import type { Seq2SeqModel } from './seq2seq-model.js'
 
 export interface DisambiguatorOptions {
@@ -18,9 +19,19 @@ export interface DisambiguatorOptions {
   generation: Partial<GenerationOptions>
   /** Rewrites proposed per answer (beam width and returned sequences); 1 is greedy. */
   candidates: number
+  /**
+   * 'free': the model writes the whole question. 'insert': decoding keeps every prompt token in
+   * order and may only insert between them (at least one token, at most maxInserted): a small
+   * model that copies badly cannot garble the prompt, and one that copies too well must edit.
+   */
+  edits: 'free' | 'insert'
+  maxInserted: number
+  /** Decoding may only use the word pieces of the prompt, the answers, the evidence and function
+   * words, so that a proposal is not lost to the word-from-nowhere check for one invented word. */
+  evidenceVocabulary: boolean
 }
 
-export const defaultDisambiguatorOptions: DisambiguatorOptions = { maxInputTokens: 384, separator: '<SEP>', generation: {}, candidates: 1 }
+export const defaultDisambiguatorOptions: DisambiguatorOptions = { maxInputTokens: 384, separator: '<SEP>', generation: {}, candidates: 1, edits: 'free', maxInserted: 12, evidenceVocabulary: false }
 
 export interface DisambiguationItem {
   question: string
@@ -51,21 +62,39 @@ export class QuestionDisambiguator {
     return this.model.tokenizer.encode(text, this.options.maxInputTokens)
   }
 
+  /** The word pieces of everything a rewrite may draw on, and EOS. */
+  vocabulary(item: DisambiguationItem): TokenConstraint {
+    const texts = [item.question, ...item.answers, ...allPassages(item).flatMap((p) => [p.title, p.text]), FUNCTION_WORDS.join(' ')]
+    const allowed = new Set(this.model.config.eosTokenIds)
+    for (const text of texts) for (const id of this.model.tokenizer.encodePlain(text)) allowed.add(id)
+    return () => allowed
+  }
+
+  insertions(question: string): TokenConstraint {
+    return insertionConstraint(this.model.tokenizer.encodePlain(question), this.model.config.eosTokenIds, this.options.maxInserted)
+  }
+
   /** One rewrite per answer; a single answer keeps the prompt question as it is. */
   async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<Rewrite[][]> {
-    const requests: { input: number[] }[] = []
+    const requests: GenerateRequest[] = []
     const owners: [number, number][] = []
     items.forEach((item, i) => {
       if (item.answers.length < 2) return
       item.answers.forEach((answer, j) => {
-        requests.push({ input: this.input(item.question, answer, item.answers.filter((_, k) => k !== j), passagesFor(item, j)) })
+        const input = this.input(item.question, answer, item.answers.filter((_, k) => k !== j), passagesFor(item, j))
+        if (this.options.edits === 'insert') requests.push({ input, constraint: this.insertions(item.question) })
+        else if (this.options.evidenceVocabulary) requests.push({ input, constraint: this.vocabulary(item) })
+        else requests.push({ input })
         owners.push([i, j])
       })
     })
     const out: Rewrite[][] = items.map((item) => item.answers.map(() => ({ question: item.question, rewritten: false, proposal: '' })))
     if (requests.length === 0) return out
     const n = Math.max(1, this.options.candidates)
-    const options = { ...this.model.generationDefaults, ...this.options.generation, numBeams: n, numReturnSequences: n }
+    const base = { ...this.model.generationDefaults, ...this.options.generation }
+    // Room for the longest prompt and its insertions (the model's default, 20, cut rewrites short).
+    const longest = Math.max(...items.map((item) => this.model.tokenizer.encodePlain(item.question).length))
+    const options = { ...base, numBeams: n, numReturnSequences: n, maxLength: Math.max(base.maxLength, longest + this.options.maxInserted + 2) }
     const hypotheses = await generate(this.model, requests, options, signal ? { signal } : {})
     const proposals = new Map<number, string[][]>()
     hypotheses.forEach((list, r) => {
@@ -85,6 +114,24 @@ export class QuestionDisambiguator {
       })
     }
     return out
+  }
+}
+
+/** Insertions only: the decoded tokens so far are aligned greedily with the prompt's; while prompt
+ * tokens remain, the next one or (within the budget) any token but EOS; after the last one, EOS
+ * once at least one token was inserted. */
+function insertionConstraint(prompt: readonly number[], eos: readonly number[], maxInserted: number): TokenConstraint {
+  return (sequence) => {
+    let at = 0
+    let inserted = 0
+    for (let i = 1; i < sequence.length; i++) {
+      if (at < prompt.length && sequence[i] === prompt[at]) at++
+      else inserted++
+    }
+    const canInsert = inserted < maxInserted
+    if (at < prompt.length) return canInsert ? { except: eos } : [prompt[at]!]
+    if (inserted === 0) return { except: eos }
+    return canInsert ? undefined : eos
   }
 }
 

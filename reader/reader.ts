@@ -23,6 +23,7 @@ export interface ReaderSettings {
   maxInputTokens: number
   qdMaxInputTokens: number
   qdCandidates: number
+  qdEvidenceVocabulary: boolean
   numBeams: number
   constrainToPassages: boolean
   readEach: number
@@ -48,7 +49,7 @@ export class Reader {
     const questionModel = await Seq2SeqModel.load(settings.qd, device)
     try {
       // Small QD models loop ("do do do"); a repeated trigram is never a minimal rewrite.
-      const disambiguator = new QuestionDisambiguator(questionModel, { maxInputTokens: settings.qdMaxInputTokens, candidates: settings.qdCandidates, generation: { noRepeatNgramSize: 3, ...generation } })
+      const disambiguator = new QuestionDisambiguator(questionModel, { maxInputTokens: settings.qdMaxInputTokens, candidates: settings.qdCandidates, evidenceVocabulary: settings.qdEvidenceVocabulary, generation: { noRepeatNgramSize: 3, ...generation } })
       if (settings.kind === 'extractive') {
         const extractive = await ExtractiveReader.load(settings.extractive, device, { keep: settings.keep, minProbability: settings.minProbability, maxAnswers: settings.maxAnswers, rankPrior: settings.rankPrior })
         return new Reader(extractive, disambiguator, [extractive, questionModel], settings.maxBatch, 'extractive')

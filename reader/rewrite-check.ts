@@ -11,6 +11,8 @@ export type RewriteFault =
   | 'unsupported-word'
   /** The same words as another answer's rewrite in the set: it cannot single out both answers. */
   | 'duplicate'
+  /** Half or more of the prompt's content words gone: not a minimal rewrite but another question. */
+  | 'not-minimal'
 
 export function rewriteWords(text: string): string[] {
   return text.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
@@ -18,10 +20,12 @@ export function rewriteWords(text: string): string[] {
 
 // Function words carry no claim, so a rewrite may always use them: "which season", "in the US" are
 // how AmbigNQ's annotators disambiguate even when the passage happens not to say "which".
-const FUNCTION_WORDS = ['a', 'an', 'the', 'of', 'in', 'on', 'at', 'to', 'for', 'from', 'by', 'with', 'as', 'and', 'or', 'that', 'this',
+export const FUNCTION_WORDS: readonly string[] = ['a', 'an', 'the', 'of', 'in', 'on', 'at', 'to', 'for', 'from', 'by', 'with', 'as', 'and', 'or', 'that', 'this',
   'these', 'those', 'who', 'whom', 'whose', 'what', 'which', 'when', 'where', 'why', 'how', 'is', 'are', 'was', 'were', 'be', 'been',
   'do', 'does', 'did', 'has', 'have', 'had', 'will', 'would', 'can', 'could', 'its', 'it', 'their', 'his', 'her', 'during', 'after',
   'before', 'since', 'until', 'into', 'about', 'than', 'most', 'first', 'last', 'not', 's']
+
+const FUNCTION_SET = new Set(FUNCTION_WORDS)
 
 /** Crude stem, so an inflection of a supported word is supported too ("premiere" of "premiered"). */
 function stem(word: string): string {
@@ -53,5 +57,8 @@ export function rewriteFaults(prompt: string, rewrite: string, supported: Readon
   }
   if (words.some((w) => !supported.has(stem(w)))) faults.push('unsupported-word')
   if (siblings.some((s) => rewriteWords(s).join(' ') === key)) faults.push('duplicate')
+  const content = rewriteWords(prompt).filter((w) => !FUNCTION_SET.has(w))
+  const kept = new Set(words.map(stem))
+  if (content.length > 0 && content.filter((w) => kept.has(stem(w))).length * 2 <= content.length) faults.push('not-minimal')
   return faults
 }

@@ -11,7 +11,7 @@ test('rewrite words ignore case, accents and punctuation', () => {
 
 test('a rewrite that adds words from the evidence, an inflection or a function word has no fault', () => {
   assert.deepEqual(rewriteFaults(prompt, 'When did the Harry Potter movie premiere in London?', supported), [])
-  assert.deepEqual(rewriteFaults(prompt, 'Which Harry Potter film premiered in London?', supported), [])
+  assert.deepEqual(rewriteFaults(prompt, 'Which Harry Potter movie premiered in London, and when did it come out?', supported), [])
 })
 
 test('each fault the server refuses is named', () => {
@@ -20,4 +20,5 @@ test('each fault the server refuses is named', () => {
   assert.deepEqual(rewriteFaults(prompt, 'When did the Harry Potter movie desdodo come out?', supported), ['unsupported-word'])
   const first = 'When did the Harry Potter movie premiere in London?'
   assert.deepEqual(rewriteFaults(prompt, 'when did the harry potter movie premiere in london', supported, [first]), ['duplicate'])
+  assert.deepEqual(rewriteFaults(prompt, 'when did the first film premiere in london', supported), ['not-minimal'])
 })

@@ -44,7 +44,7 @@ async function gql(query: string, variables?: object) {
   return { status: response.statusCode, body: response.json() as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] } }
 }
 
-const ANSWER_SET = 'question ambiguous found answers { answer question confidence evidence { id title text } } passages { id } timings { retrievalMs rerankMs readMs disambiguateMs totalMs }'
+const ANSWER_SET = 'question ambiguous found answers { answer question rewritten confidence evidence { id title text } } passages { id } timings { retrievalMs rerankMs readMs disambiguateMs totalMs }'
 
 test('ask returns an answer set: distinct answers, a question each, evidence that contains the answer, every stage timed', { skip: fixture.skip }, async () => {
   const { status, body } = await gql(`query($q: String!) { ask(question: $q, options: { retrieve: 20, read: 3 }) { ${ANSWER_SET} } }`, { q: 'who wrote the harry potter books' })
@@ -62,7 +62,11 @@ test('ask returns an answer set: distinct answers, a question each, evidence tha
     assert.ok(a.question.length > 0)
     for (const p of a.evidence) assert.ok(hasAnswer(`${p.title} ${p.text}`, [a.answer]), `${a.answer} not in ${p.id}`)
     if (set.answers.length === 1) assert.equal(a.question, set.question)
+    // A rewrite differs from the prompt; an answer whose question is the prompt says so.
+    assert.equal(a.rewritten, a.question !== set.question)
   }
+  const rewrites = set.answers.filter((a: { rewritten: boolean }) => a.rewritten).map((a: { question: string }) => a.question.toLowerCase())
+  assert.equal(new Set(rewrites).size, rewrites.length, 'the rewrites of one set differ from each other')
   for (const key of ['retrievalMs', 'rerankMs', 'readMs', 'disambiguateMs', 'totalMs']) assert.equal(typeof set.timings[key], 'number')
 })
 

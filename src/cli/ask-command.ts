@@ -31,7 +31,7 @@ export function registerAskCommand(program: Command): void {
         ctx.out(`${question}  (${result.ambiguous ? 'ambiguous' : 'one answer'}; ${t.totalMs.toFixed(0)} ms: retrieval ${t.retrievalMs.toFixed(0)}, reading ${(t.readMs ?? 0).toFixed(0)}, disambiguation ${(t.disambiguateMs ?? 0).toFixed(0)})`)
         if (result.answers.length === 0) ctx.out('  no answer found in the passages read')
         for (const a of result.answers) {
-          ctx.out(`\n- ${a.answer}  (confidence ${a.confidence.toFixed(2)})\n  ${a.question}`)
+          ctx.out(`\n- ${a.answer}  (confidence ${a.confidence.toFixed(2)})\n  ${a.question}${result.ambiguous && !a.rewritten ? '  (not rewritten: no rewrite passed the checks)' : ''}`)
           for (const p of a.evidence.slice(0, 2)) ctx.out(`  [${p.id}] ${p.title}: ${p.text.length > 160 ? `${p.text.slice(0, 160)}…` : p.text}`)
         }
       } finally {

@@ -81,6 +81,7 @@ const configSchema = z
         maxInputTokens: z.number().int().min(16).max(4096),
         qdMaxInputTokens: z.number().int().min(16).max(4096),
         qdCandidates: z.number().int().min(1).max(16),
+        qdEvidenceVocabulary: z.boolean(),
         numBeams: z.number().int().min(0).max(32),
         constrainToPassages: z.boolean(),
         readEach: z.number().int().min(0).max(100),
@@ -136,12 +137,13 @@ export const defaults: Config = {
   // the two on eval-300; read, rankPrior, keep, minProbability and maxAnswers were chosen on
   // train/splits/reader-tune.txt by bench/tune-extractive (BENCHMARKS.md), never on eval-300.
   // qd: the question-disambiguation model, which reads qdMaxInputTokens (what it is trained at)
-  // and proposes qdCandidates rewrites per answer, of which the best without a fault is returned.
+  // and proposes qdCandidates rewrites per answer, of which the best without a fault is returned;
+  // qdEvidenceVocabulary: decoding uses only the word pieces of the prompt, answers and evidence.
   // read: passages the reader reads when a request does not say (ask's options.read, --read);
   // retrieve: passages retrieved for it when a request does not say (options.retrieve, --retrieve).
   reader: {
     kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'qd'),
-    precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 4, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
+    precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 8, qdEvidenceVocabulary: true, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
     keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 4, read: 3,
     retrieve: 100,
   },

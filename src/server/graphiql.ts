@@ -25,7 +25,7 @@ const EXAMPLE_QUERY = `# Ctrl-Enter runs the query
 {
   ask(question: "when did the harry potter movie come out") {
     ambiguous
-    answers { answer question confidence evidence { title } }
+    answers { answer question rewritten confidence evidence { title } }
   }
 }
 `
