@@ -72,7 +72,9 @@ export class Reader {
     name: 'qd',
     run: async (input, signal) => {
       const questions = await this.questionQueue.submit({ question: input.question, answers: input.answers.map((a) => a.answer), passages: input.reranked }, signal)
-      return { ...input, answers: input.answers.map((a, i) => ({ ...a, question: questions[i]! })), ambiguous: input.answers.length > 1 }
+      // Without a detector, "ambiguous" can only mean that the reader returned two answers.
+      const ambiguous = input.ambiguity !== undefined ? input.ambiguity > 0.5 : input.answers.length > 1
+      return { ...input, answers: input.answers.map((a, i) => ({ ...a, question: questions[i]! })), ambiguous }
     },
   }
 

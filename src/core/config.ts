@@ -87,6 +87,8 @@ const configSchema = z
         minProbability: z.number().min(0).max(1),
         maxAnswers: z.number().int().min(1).max(100),
         rankPrior: z.number().min(0).max(100),
+        calibration: z.string(),
+        minConfidence: z.number().min(0).max(1),
         read: z.number().int().min(1).max(1000),
         retrieve: z.number().int().min(1).max(10_000),
       })
@@ -133,12 +135,16 @@ export const defaults: Config = {
   // rankPrior weighs the retriever's order into its passage scores. The default is the better of
   // the two on eval-300; read, rankPrior, keep, minProbability and maxAnswers were chosen on
   // train/splits/reader-tune.txt by bench/tune-extractive (BENCHMARKS.md), never on eval-300.
+  // calibration: the folder of calibration.json (answer calibrator and ambiguity detector, fit on
+  // the tuning split; '' keeps the reader's raw probabilities and "ambiguous" = two answers);
+  // minConfidence: answers whose calibrated confidence is under it are dropped (the default was
+  // chosen with the models on the tuning split, BENCHMARKS.md; unused without calibration).
   // read: passages the reader reads when a request does not say (ask's options.read, --read);
   // retrieve: passages retrieved for it when a request does not say (options.retrieve, --retrieve).
   reader: {
     kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'reader'),
     precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
-    keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 4, read: 3,
+    keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 4, calibration: join(DEFAULT_READER_DIR, 'calibration'), minConfidence: 0, read: 3,
     retrieve: 100,
   },
   log: { level: 'info' },

@@ -13,7 +13,8 @@ export interface StageTimings {
 export interface Retrieved { question: string; passages: RetrievedPassage[]; timings: StageTimings }
 export interface Reranked extends Retrieved { reranked: RetrievedPassage[] }
 export interface ReadAnswer { answer: string; confidence: number; evidence: RetrievedPassage[] }
-export interface Read extends Reranked { answers: ReadAnswer[] }
+/** ambiguity: P(more than one answer), when a calibrated detector decided the set (reader/answer-set-decider). */
+export interface Read extends Reranked { answers: ReadAnswer[]; ambiguity?: number }
 export interface Disambiguated extends Read { answers: (ReadAnswer & { question: string })[]; ambiguous: boolean }
 
 /** A stage: the previous stage's output in, the same plus one thing out. */
