@@ -2,12 +2,16 @@
 // of passages.jsonl per passage read, and the metrics; the report reads them back.
 import type { StageTimings } from '../core/stages.js'
 import type { AmbigNqMetrics } from './score-ambignq.js'
+import type { AmbiguitySummary, ConfidenceSummary } from './confidence-metrics.js'
 
 /** One answered question: a line of progress.jsonl. */
 export interface ProgressRecord {
   id: string
   question: string
+  /** confidence: calibrated when the run had a calibration (reader.calibration), else the reader's probability. */
   answers: { answer: string; question: string; confidence: number; evidence: string[] }[]
+  /** P(more than one answer) from the ambiguity detector; absent without one. */
+  ambiguity?: number
   /** Ids of the passages the reader read, in reading order. */
   read: string[]
   timings: StageTimings
@@ -22,4 +26,8 @@ export interface EvalMetrics extends AmbigNqMetrics {
   timings: Record<'total' | 'retrieval' | 'rerank' | 'read' | 'disambiguate', TimingSummary>
   run: { questions: number; resumed: number; answeredNow: number; seconds: number; questionsPerSecond: number }
   config: Record<string, unknown>
+  /** The returned answers' confidence against correctness (ECE over 10 bins, Brier). */
+  confidence: ConfidenceSummary
+  /** The ambiguity probability against single/multi; null when the run had no detector. */
+  ambiguity: AmbiguitySummary | null
 }

@@ -17,15 +17,12 @@ import { normalizeAnswer } from '../core/normalize-answer.js'
 import type { Pipeline } from '../pipeline/pipeline.js'
 import { passThroughReranker } from '../pipeline/pipeline.js'
 import { loadIdList } from '../eval/questions.js'
-import { loadReference, type AmbigNqRecord } from '../eval/score-ambignq.js'
+import { isMultiAnswer, loadReference, type AmbigNqRecord } from '../eval/score-ambignq.js'
 
 /** Each annotation's answer clusters, every alias normalised. */
 export function goldClusters(record: AmbigNqRecord): string[][][] {
   return record.annotations.map((a) => (a.type === 'singleAnswer' ? [a.answer] : a.qaPairs.map((p) => p.answer)).map((c) => c.map(normalizeAnswer)))
 }
-
-/** AmbigNQ's multi questions: those with no singleAnswer annotation (docs/evaluation.md). */
-export const isMulti = (record: AmbigNqRecord): boolean => !record.annotations.some((a) => a.type === 'singleAnswer')
 
 const rounded = (v: Float32Array) => Array.from(v, (x) => Math.round(x * 1e5) / 1e5)
 
@@ -80,7 +77,7 @@ export async function writeCalibrationData(o: CalibrationDataOptions): Promise<{
     const aliases = new Set(golds.flat(2))
     const features = answerFeatures(read)
     await tuneOut.write({
-      id: record.id, multi: isMulti(record), golds,
+      id: record.id, multi: isMultiAnswer(record), golds,
       answers: read.answers.map((a, j) => ({ answer: normalizeAnswer(a.answer), correct: aliases.has(normalizeAnswer(a.answer)), features: features[j] })),
       reading: readingFeatures(read, 0), embedding: rounded(tuneEmbeddings[i]!),
     })
@@ -95,8 +92,8 @@ export async function writeCalibrationData(o: CalibrationDataOptions): Promise<{
     return { id: `ambient-${split}-${r.id}`, source: `ambient-${split}`, eval300: false, label: r.premise_ambiguous || r.hypothesis_ambiguous, text: `${r.premise} ${r.hypothesis}` }
   }))
   const questions = [
-    ...train.filter((r) => !tuneIds.has(r.id)).map((r) => ({ id: r.id, source: 'ambignq-train', eval300: false, label: isMulti(r), text: r.question })),
-    ...dev.map((r) => ({ id: r.id, source: 'ambignq-dev', eval300: eval300.has(r.id), label: isMulti(r), text: r.question })),
+    ...train.filter((r) => !tuneIds.has(r.id)).map((r) => ({ id: r.id, source: 'ambignq-train', eval300: false, label: isMultiAnswer(r), text: r.question })),
+    ...dev.map((r) => ({ id: r.id, source: 'ambignq-dev', eval300: eval300.has(r.id), label: isMultiAnswer(r), text: r.question })),
     ...ambient,
   ]
   const questionsOut = new JsonLines(join(o.out, 'ambiguity-questions.jsonl'))
