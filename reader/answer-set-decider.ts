@@ -89,7 +89,11 @@ export function loadCalibration(dir: string): CalibrationModels {
 /** The question's sentence embedding, by the encoder the question-only model was fit on. */
 export type EmbedQuestion = (question: string) => Promise<Float32Array>
 
-export interface DeciderOptions { minConfidence: number }
+export interface DeciderOptions {
+  minConfidence: number
+  /** Cut the set to its best answer when ambiguity ≤ 0.5 (off: the detector only reports). */
+  oneAnswerWhenUnambiguous: boolean
+}
 
 /**
  * The stage between reading and question disambiguation: calibrated confidences, the low ones
@@ -105,7 +109,7 @@ export function answerSetDecider(models: CalibrationModels, embed: EmbedQuestion
       const questionLogit = logit(models.questionOnly, Array.from(await embed(input.question)))
       const ambiguity = sigmoid(logit(models.ambiguity, named(models.ambiguity, readingFeatures(input, questionLogit))))
       const kept = calibrated.filter((a) => a.confidence >= options.minConfidence).sort((a, b) => b.confidence - a.confidence)
-      return { ...input, answers: ambiguity > 0.5 ? kept : kept.slice(0, 1), ambiguity }
+      return { ...input, answers: ambiguity > 0.5 || !options.oneAnswerWhenUnambiguous ? kept : kept.slice(0, 1), ambiguity }
     },
   }
 }

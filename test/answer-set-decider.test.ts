@@ -48,14 +48,16 @@ test('features: each answer\'s share of the best, rank and evidence; the questio
 test('the decider calibrates, drops answers under minConfidence and keeps the best alone when unambiguous', async () => {
   const two = read([['x', 0.5, [passages[0]!]], ['y', 0.45, [passages[1]!]], ['z', 0.1, []]])
   // Question logit 2 and second share 0.9: sigmoid(2 + 2.7 − 2) > 0.5, ambiguous.
-  const ambiguous = await answerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 0.1 }).run(two)
+  const ambiguous = await answerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 0.1, oneAnswerWhenUnambiguous: true }).run(two)
   assert.ok(ambiguous.ambiguity! > 0.9)
   assert.deepEqual(ambiguous.answers.map((a) => a.answer), ['x', 'y'], 'z (confidence 0.05) is under minConfidence')
   assert.ok(Math.abs(ambiguous.answers[0]!.confidence - 1 / (1 + Math.exp(-5))) < 1e-9)
   // Question logit −3: sigmoid(−3 + 2.7 − 2) < 0.5, one answer, the most confident.
-  const single = await answerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0 }).run(two)
+  const single = await answerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: true }).run(two)
   assert.ok(single.ambiguity! < 0.5)
   assert.deepEqual(single.answers.map((a) => a.answer), ['x'])
+  const reportOnly = await answerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: false }).run(two)
+  assert.deepEqual(reportOnly.answers.map((a) => a.answer), ['x', 'y', 'z'], 'the detector only reports')
 })
 
 test('calibration.json: missing is AMBIGQA_ERR_MODEL_MISSING, malformed AMBIGQA_ERR_MODEL_INVALID', () => {

@@ -78,7 +78,7 @@ export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'r
       spanseqgen: resolve(r.spanseqgen), qd: resolve(r.qd), precision: r.precision,
       maxInputTokens: r.maxInputTokens, numBeams: r.numBeams, constrainToPassages: r.constrainToPassages, readEach: r.readEach, poolKeep: r.poolKeep,
       // Another calibration gives other confidences and answer sets.
-      calibration: r.calibration === '' ? '' : resolve(r.calibration), minConfidence: r.minConfidence,
+      calibration: r.calibration === '' ? '' : resolve(r.calibration), minConfidence: r.minConfidence, oneAnswerWhenUnambiguous: r.oneAnswerWhenUnambiguous,
     },
   }
 }

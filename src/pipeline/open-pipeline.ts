@@ -59,5 +59,5 @@ export async function openDecider(config: Config): Promise<{ decider: Stage<Read
   const models = loadCalibration(config.reader.calibration)
   const encoder = await DenseEncoder.load(models.questionOnly.encoder, config.dense.modelsDir, config.dense.threads)
   const embed = async (question: string) => (await encoder.encode([question], 'query'))[0]!
-  return { decider: answerSetDecider(models, embed, { minConfidence: config.reader.minConfidence }), encoder }
+  return { decider: answerSetDecider(models, embed, { minConfidence: config.reader.minConfidence, oneAnswerWhenUnambiguous: config.reader.oneAnswerWhenUnambiguous }), encoder }
 }
