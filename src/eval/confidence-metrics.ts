@@ -4,7 +4,7 @@
 // question's ambiguity probability against AmbigNQ's single/multi annotation, as AUROC and a ROC
 // curve. Anyone holding progress.jsonl and the reference can recompute these.
 import { normalizeAnswer } from '../core/normalize-answer.js'
-import type { ProgressRecord } from './eval-records.js'
+import type { AmbiguitySummary, ConfidenceSummary, ProgressRecord } from './eval-records.js'
 import { isMultiAnswer, type AmbigNqRecord } from './score-ambignq.js'
 
 export interface Scored { p: number; positive: boolean }
@@ -12,8 +12,6 @@ export interface Scored { p: number; positive: boolean }
 /** One reliability bin: answers with confidence in [lo, hi) (the last bin closed). */
 export interface ReliabilityBin { lo: number; hi: number; count: number; meanConfidence: number; accuracy: number }
 
-export interface ConfidenceSummary { answers: number; correctShare: number; ece: number; brier: number; meanConfidence: number }
-export interface AmbiguitySummary { questions: number; multiShare: number; auroc: number; accuracy: number }
 
 /** Every returned answer's confidence, and whether it matches any gold alias of any annotation. */
 export function answerPoints(records: readonly AmbigNqRecord[], done: ReadonlyMap<string, ProgressRecord>): Scored[] {

@@ -2,7 +2,6 @@
 // of passages.jsonl per passage read, and the metrics; the report reads them back.
 import type { StageTimings } from '../core/stages.js'
 import type { AmbigNqMetrics } from './score-ambignq.js'
-import type { AmbiguitySummary, ConfidenceSummary } from './confidence-metrics.js'
 
 /** One answered question: a line of progress.jsonl. */
 export interface ProgressRecord {
@@ -19,6 +18,11 @@ export interface ProgressRecord {
 
 /** A passage the reader read: a line of passages.jsonl (the report shows them). */
 export interface PassageRecord { id: string; title: string; text: string }
+
+/** The returned answers' confidence against correctness (src/eval/confidence-metrics.ts). */
+export interface ConfidenceSummary { answers: number; correctShare: number; ece: number; brier: number; meanConfidence: number }
+/** The ambiguity probability against AmbigNQ's single/multi (AUROC; accuracy of P > 0.5). */
+export interface AmbiguitySummary { questions: number; multiShare: number; auroc: number; accuracy: number }
 
 export interface TimingSummary { n: number; p50Ms: number; p99Ms: number; meanMs: number }
 
