@@ -19,6 +19,8 @@ export const CALIBRATION_FILE = 'calibration.json'
 export interface LogisticModel { features: string[]; mean: number[]; scale: number[]; weights: number[]; bias: number }
 
 export interface CalibrationModels {
+  /** The reader whose probabilities the calibrator maps (config reader.kind): another's differ. */
+  reader: 'extractive' | 'spanseqgen'
   /** Over answerFeatures. */
   answer: LogisticModel
   /** Over the question's embedding by `encoder` (features e0..e383). */
@@ -76,6 +78,7 @@ export function loadCalibration(dir: string): CalibrationModels {
   const path = join(dir, CALIBRATION_FILE)
   if (!existsSync(path)) throw ERR_MODEL_MISSING(path, HOW_TO_BUILD)
   const models = JSON.parse(readFileSync(path, 'utf8')) as CalibrationModels
+  if (models.reader !== 'extractive' && models.reader !== 'spanseqgen') throw ERR_MODEL_INVALID(path, 'does not say which reader it calibrates (reader: extractive or spanseqgen)', `Rebuild it with \`${HOW_TO_BUILD}\``)
   for (const key of ['answer', 'questionOnly', 'ambiguity'] as const) {
     const m = models[key]
     const n = m?.weights?.length

@@ -24,6 +24,7 @@ const model = (features: string[], weights: number[], bias: number): LogisticMod
 // Ambiguity = sigmoid(questionLogit + 3·secondShare − 2).
 function models(): CalibrationModels {
   return {
+    reader: 'extractive',
     answer: model(['shareOfBest'], [10], -5),
     questionOnly: { ...model(['e0', 'e1'], [1, 0], 0), encoder: 'e5-small-v2-int8' },
     ambiguity: model(['questionLogit', 'secondShare'], [1, 3], -2),

@@ -31,7 +31,7 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
     const reader = await Reader.open(config.reader, logger)
     let decided: { decider: Stage<Read, Read>; encoder: DenseEncoder } | undefined
     try {
-      decided = await openDecider(config)
+      decided = await openDecider(config, logger)
     } catch (error) {
       await reader.close()
       throw error
@@ -53,10 +53,15 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
 }
 
 /** The answer-set decider of config reader.calibration ('' for none), with the sentence encoder its
- * question-only model was fit on (from the dense retriever's models folder). */
-export async function openDecider(config: Config): Promise<{ decider: Stage<Read, Read>; encoder: DenseEncoder } | undefined> {
+ * question-only model was fit on (from the dense retriever's models folder). A calibration fit on
+ * another reader's probabilities is not applied: they mean something else. */
+export async function openDecider(config: Config, logger: Logger = silentLogger): Promise<{ decider: Stage<Read, Read>; encoder: DenseEncoder } | undefined> {
   if (config.reader.calibration === '') return undefined
   const models = loadCalibration(config.reader.calibration)
+  if (models.reader !== config.reader.kind) {
+    logger.warn({ calibration: config.reader.calibration, fitFor: models.reader, reader: config.reader.kind }, 'calibration not applied: it was fit on another reader; confidences are the reader\'s own')
+    return undefined
+  }
   const encoder = await DenseEncoder.load(models.questionOnly.encoder, config.dense.modelsDir, config.dense.threads)
   const embed = async (question: string) => (await encoder.encode([question], 'query'))[0]!
   return { decider: answerSetDecider(models, embed, { minConfidence: config.reader.minConfidence, oneAnswerWhenUnambiguous: config.reader.oneAnswerWhenUnambiguous }), encoder }

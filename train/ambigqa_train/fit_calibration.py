@@ -166,7 +166,7 @@ def run(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
 
     out = Path(cfg["out"])
     out.mkdir(parents=True, exist_ok=True)
-    model = {"answer": a_json, "questionOnly": q_json, "ambiguity": m_json, "minConfidence": chosen["minConfidence"],
+    model = {"reader": cfg["reader"], "answer": a_json, "questionOnly": q_json, "ambiguity": m_json, "minConfidence": chosen["minConfidence"],
              "fit": {"seed": seed, "tune_file": cfg["tune_file"], "questions_file": cfg["questions_file"]}}
     (out / "calibration.json").write_text(json.dumps(model) + "\n")
     Path(cfg["metrics_out"]).parent.mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,7 @@ def test_fit_writes_three_logistic_models_and_a_threshold(tmp_path: Path) -> Non
                      "reading": {"questionLogit": 0, "setSize": 3, "logBest": -0.2, "secondShare": 0.5, "answerTitles": 2 if multi else 1, "readTitles": 3}})
     for name, rows in (("q.jsonl", questions), ("t.jsonl", tune)):
         (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cfg = {"questions_file": str(tmp_path / "q.jsonl"), "tune_file": str(tmp_path / "t.jsonl"), "encoder": "e5-small-v2-int8",
+    cfg = {"questions_file": str(tmp_path / "q.jsonl"), "tune_file": str(tmp_path / "t.jsonl"), "encoder": "e5-small-v2-int8", "reader": "extractive",
            "out": str(tmp_path / "out"), "metrics_out": str(tmp_path / "metrics.json"), "Cs": [0.1, 1], "folds": 3, "thresholds": [0, 0.3]}
     metrics = fc.run(cfg, 0)
     model = json.loads((tmp_path / "out" / "calibration.json").read_text())
