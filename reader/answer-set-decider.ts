@@ -108,7 +108,7 @@ export function answerSetDecider(models: CalibrationModels, embed: EmbedQuestion
     name: 'decide',
     run: async (input) => {
       const features = answerFeatures(input)
-      const calibrated: ReadAnswer[] = input.answers.map((a, i) => ({ ...a, confidence: sigmoid(logit(models.answer, named(models.answer, features[i]!))) }))
+      const calibrated: ReadAnswer[] = input.answers.map((a, i) => ({ ...a, confidence: sigmoid(logit(models.answer, named(models.answer, features[i]!))), readerProbability: a.confidence }))
       const questionLogit = logit(models.questionOnly, Array.from(await embed(input.question)))
       const ambiguity = sigmoid(logit(models.ambiguity, named(models.ambiguity, readingFeatures(input, questionLogit))))
       const kept = calibrated.filter((a) => a.confidence >= options.minConfidence).sort((a, b) => b.confidence - a.confidence)

@@ -12,7 +12,8 @@ export interface StageTimings {
 
 export interface Retrieved { question: string; passages: RetrievedPassage[]; timings: StageTimings }
 export interface Reranked extends Retrieved { reranked: RetrievedPassage[] }
-export interface ReadAnswer { answer: string; confidence: number; evidence: RetrievedPassage[] }
+/** readerProbability: the reader's own probability, kept when a calibrator replaced it as confidence. */
+export interface ReadAnswer { answer: string; confidence: number; readerProbability?: number; evidence: RetrievedPassage[] }
 /** ambiguity: P(more than one answer), when a calibrated detector decided the set (reader/answer-set-decider). */
 export interface Read extends Reranked { answers: ReadAnswer[]; ambiguity?: number }
 export interface Disambiguated extends Read { answers: (ReadAnswer & { question: string })[]; ambiguous: boolean }

@@ -13,11 +13,18 @@ export interface Scored { p: number; positive: boolean }
 export interface ReliabilityBin { lo: number; hi: number; count: number; meanConfidence: number; accuracy: number }
 
 
-/** Every returned answer's confidence, and whether it matches any gold alias of any annotation. */
-export function answerPoints(records: readonly AmbigNqRecord[], done: ReadonlyMap<string, ProgressRecord>): Scored[] {
+type RecordedAnswer = ProgressRecord['answers'][number]
+
+/** Every returned answer's confidence (or another of its probabilities, such as the reader's own
+ * before calibration; answers without it left out), and whether it matches any gold alias of any
+ * annotation. */
+export function answerPoints(records: readonly AmbigNqRecord[], done: ReadonlyMap<string, ProgressRecord>, pick: (a: RecordedAnswer) => number | undefined = (a) => a.confidence): Scored[] {
   return records.flatMap((record) => {
     const golds = new Set(record.annotations.flatMap((a) => (a.type === 'singleAnswer' ? a.answer : a.qaPairs.flatMap((p) => p.answer))).map(normalizeAnswer))
-    return (done.get(record.id)?.answers ?? []).map((a) => ({ p: a.confidence, positive: golds.has(normalizeAnswer(a.answer)) }))
+    return (done.get(record.id)?.answers ?? []).flatMap((a) => {
+      const p = pick(a)
+      return p === undefined ? [] : [{ p: Math.min(1, p), positive: golds.has(normalizeAnswer(a.answer)) }]
+    })
   })
 }
 

@@ -15,7 +15,7 @@ import type { EvalMetrics, PassageRecord, ProgressRecord, TimingSummary } from '
 import { percentile } from './evaluate-retriever.js'
 import { loadIdList } from './questions.js'
 import { renderReport } from './report-html.js'
-import { ambiguityPoints, ambiguitySummary, answerPoints, confidenceSummary } from './confidence-metrics.js'
+import { ambiguityPoints, ambiguitySummary, answerPoints, confidenceSummary, type Scored } from './confidence-metrics.js'
 import { checkSettings, LineAppender, lockOutDir, PASSAGES_FILE, prepareOutDir, PROGRESS_FILE, readJsonLines, writeAtomic } from './run-folder.js'
 import { loadReference, type AmbigNqRecord, type PredictedQaPair, scoreAmbigNq } from './score-ambignq.js'
 
@@ -96,7 +96,9 @@ export function toProgressRecord(id: string, result: Disambiguated): ProgressRec
   return {
     id,
     question: result.question,
-    answers: result.answers.map((a) => ({ answer: a.answer, question: a.question, confidence: a.confidence, evidence: a.evidence.map((p) => p.id) })),
+    answers: result.answers.map((a) => ({
+      answer: a.answer, question: a.question, confidence: a.confidence, ...(a.readerProbability !== undefined ? { readerProbability: a.readerProbability } : {}), evidence: a.evidence.map((p) => p.id),
+    })),
     read: result.reranked.map((p) => p.id),
     ...(result.ambiguity !== undefined ? { ambiguity: Math.round(result.ambiguity * 1e4) / 1e4 } : {}),
     timings,
@@ -178,6 +180,8 @@ export function timingSummary(records: readonly ProgressRecord[]): EvalMetrics['
   }
 }
 
+const nullWhenEmpty = (points: Scored[]) => (points.length > 0 ? confidenceSummary(points) : null)
+
 // ---------------------------------------------------------------------------------------------
 // The whole evaluation
 
@@ -249,6 +253,7 @@ export async function evaluateAmbigNq(options: EvalAmbigNqOptions, env: EvalEnvi
       ...score.metrics,
       timings: timingSummary(evaluated),
       confidence: confidenceSummary(answerPoints(records, done)),
+      readerConfidence: nullWhenEmpty(answerPoints(records, done, (a) => a.readerProbability)),
       ambiguity: ambiguitySummary(ambiguityPoints(records, done)),
       run: { questions: records.length, resumed, answeredNow, seconds: round2(seconds), questionsPerSecond: round2(answeredNow / seconds) },
       config: {

@@ -7,8 +7,9 @@ import type { AmbigNqMetrics } from './score-ambignq.js'
 export interface ProgressRecord {
   id: string
   question: string
-  /** confidence: calibrated when the run had a calibration (reader.calibration), else the reader's probability. */
-  answers: { answer: string; question: string; confidence: number; evidence: string[] }[]
+  /** confidence: calibrated when the run had a calibration (reader.calibration), else the reader's
+   * probability; readerProbability: the reader's probability, when calibrated (the "before"). */
+  answers: { answer: string; question: string; confidence: number; readerProbability?: number; evidence: string[] }[]
   /** P(more than one answer) from the ambiguity detector; absent without one. */
   ambiguity?: number
   /** Ids of the passages the reader read, in reading order. */
@@ -32,6 +33,8 @@ export interface EvalMetrics extends AmbigNqMetrics {
   config: Record<string, unknown>
   /** The returned answers' confidence against correctness (ECE over 10 bins, Brier). */
   confidence: ConfidenceSummary
+  /** The same for the reader's own probabilities (before calibration); null when uncalibrated. */
+  readerConfidence: ConfidenceSummary | null
   /** The ambiguity probability against single/multi; null when the run had no detector. */
   ambiguity: AmbiguitySummary | null
 }

@@ -242,7 +242,8 @@ pre{background:#fff;border:1px solid #d9dee3;padding:10px;overflow:auto;font-siz
 function probabilitySection(records: ReportInput['records'], done: ReportInput['done'], m: EvalMetrics): string {
   const c = m.confidence
   const a = m.ambiguity
-  const text = `<p class="sub">${c.answers} answers returned, ${pct(c.correctShare)}% of them correct (matching a gold answer after the metric's normalisation); mean confidence ${c.meanConfidence.toFixed(3)}, expected calibration error (10 bins) ${c.ece.toFixed(3)}, Brier ${c.brier.toFixed(3)}. ${
+  const text = `<p class="sub">${c.answers} answers returned, ${pct(c.correctShare)}% of them correct (matching a gold answer after the metric's normalisation); mean confidence ${c.meanConfidence.toFixed(3)}, expected calibration error (10 bins) ${c.ece.toFixed(3)}, Brier ${c.brier.toFixed(3)}${
+    m.readerConfidence ? ` (the reader's own probabilities before calibration: ECE ${m.readerConfidence.ece.toFixed(3)}, Brier ${m.readerConfidence.brier.toFixed(3)})` : ''}. ${
     a ? `Ambiguity: ${a.questions} questions, ${pct(a.multiShare)}% multi; AUROC ${a.auroc.toFixed(3)}, accuracy of P &gt; 0.5 ${pct(a.accuracy)}%.` : 'No ambiguity detector in this run (reader.calibration empty).'}</p>`
   const charts = [`<div class="card">${reliabilityChart(reliabilityBins(answerPoints(records, done)), c.ece)}</div>`]
   if (a) charts.push(`<div class="card">${rocChart(rocCurve(ambiguityPoints(records, done)), a.auroc)}</div>`)

@@ -7,7 +7,8 @@ strength chosen by stratified k-fold cross-validation on its own training rows:
 - answer calibrator: P(correct) of each answer the reader returned, over the reader's own scores,
   fit on the tuning split (train/splits/reader-tune.txt; AmbigNQ train, never eval-300);
 - ambiguity: P(multi) over the question-only logit (out of sample there: the tuning split is left
-  out of its fit) and the reading features, fit on the tuning split.
+  out of its fit) and the reading features, fit on the tuning split when it holds both classes
+  (else the question-only model alone).
 
 minConfidence is then chosen on the tuning split by F1 answer (exact: the metric's greedy
 one-to-one match against every annotation's normalised clusters) with cross-validated
@@ -143,15 +144,24 @@ def run(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
         "cross_validated": {"ece": ece(oof_a, ya), "brier": float(np.mean((oof_a - ya) ** 2))},
     }
 
-    # Ambiguity: reading features with the question-only logit.
+    # Ambiguity: reading features with the question-only logit. A tuning split of one class (the
+    # shipped one is qa-feedback's 500 AmbigNQ train questions, every one multi) cannot teach what
+    # reading adds, so the detector is then the question-only model itself (the identity on its
+    # logit), and says so.
     tq = np.array([r["embedding"] for r in tune], dtype=np.float64)
     q_logit = q_model.decision_function(q_std(tq))
-    xm = np.array([[q_logit[i] if f == "questionLogit" else r["reading"][f] for f in READING_FEATURES] for i, r in enumerate(tune)], dtype=np.float64)
     ym = np.array([float(r["multi"]) for r in tune])
-    c_m, oof_m = choose_c(xm, ym, cs, folds, seed)
-    m_json, _, _ = fit(xm, ym, c_m, READING_FEATURES)
-    metrics["ambiguity"] = {"C": c_m, "tune_multi_share": float(ym.mean()), "tune_cv_auroc": float(roc_auc_score(ym, oof_m)),
-                            "tune_question_only_auroc": float(roc_auc_score(ym, q_logit)), "tune_cv_accuracy": float(np.mean((oof_m > 0.5) == ym))}
+    if len(set(ym.tolist())) > 1:
+        xm = np.array([[q_logit[i] if f == "questionLogit" else r["reading"][f] for f in READING_FEATURES] for i, r in enumerate(tune)], dtype=np.float64)
+        c_m, oof_m = choose_c(xm, ym, cs, folds, seed)
+        m_json, _, _ = fit(xm, ym, c_m, READING_FEATURES)
+        metrics["ambiguity"] = {"model": "question-only logit + reading features", "C": c_m, "tune_multi_share": float(ym.mean()), "tune_cv_auroc": float(roc_auc_score(ym, oof_m)),
+                                "tune_question_only_auroc": float(roc_auc_score(ym, q_logit)), "tune_cv_accuracy": float(np.mean((oof_m > 0.5) == ym))}
+    else:
+        oof_m = 1 / (1 + np.exp(-q_logit))
+        m_json = {"features": ["questionLogit"], "mean": [0.0], "scale": [1.0], "weights": [1.0], "bias": 0.0, "C": None}
+        metrics["ambiguity"] = {"model": "question-only (the tuning split has one class, so reading features were not fit)", "tune_multi_share": float(ym.mean()),
+                                "tune_share_judged_multi": float(np.mean(oof_m > 0.5))}
 
     # minConfidence by F1 answer on the tuning split, from out-of-fold predictions.
     conf = [np.zeros(len(r["answers"])) for r in tune]
@@ -161,7 +171,9 @@ def run(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     grid = []
     for t in cfg["thresholds"]:
         grid.append({"minConfidence": t, "with_detector": f1_answer(tune, decided_sets(tune, conf, oof_m, t)), "without_detector": f1_answer(tune, decided_sets(tune, conf, None, t))})
-    chosen = max(grid, key=lambda g: (round(g["with_detector"]["all"], 4), -g["minConfidence"]))
+    # Chosen without the detector: on a one-class split, cutting a set to one answer is only ever
+    # wrong, which says nothing of the threshold.
+    chosen = max(grid, key=lambda g: (round(g["without_detector"]["all"], 4), -g["minConfidence"]))
     metrics["tune_f1_answer"] = {"reader_alone": f1_answer(tune, raw_sets), "grid": grid, "chosen": chosen}
 
     out = Path(cfg["out"])

@@ -49,3 +49,12 @@ def test_fit_writes_three_logistic_models_and_a_threshold(tmp_path: Path) -> Non
     assert model["minConfidence"] in (0, 0.3)
     assert metrics["question_only"]["ambignq_dev_outside_eval300_auroc"] > 0.7
     assert metrics["ambiguity"]["tune_cv_auroc"] > 0.7
+
+    # A tuning split of multi questions only (the shipped one): the detector is the question-only model.
+    for r in tune:
+        r["multi"] = True
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in tune))
+    metrics = fc.run(cfg, 0)
+    model = json.loads((tmp_path / "out" / "calibration.json").read_text())
+    assert model["ambiguity"]["features"] == ["questionLogit"] and model["ambiguity"]["weights"] == [1.0]
+    assert metrics["ambiguity"]["model"].startswith("question-only")
