@@ -27,7 +27,8 @@ export interface CalibrationModels {
   questionOnly: LogisticModel & { encoder: string }
   /** Over readingFeatures, the question-only logit among them. */
   ambiguity: LogisticModel
-  /** Chosen with the models on the tuning split; config reader.minConfidence overrides it. */
+  /** The threshold chosen with the models on the tuning split, for the record: config
+   * reader.minConfidence (whose default it is) is what applies. */
   minConfidence: number
 }
 

@@ -12,7 +12,6 @@ export interface Scored { p: number; positive: boolean }
 /** One reliability bin: answers with confidence in [lo, hi) (the last bin closed). */
 export interface ReliabilityBin { lo: number; hi: number; count: number; meanConfidence: number; accuracy: number }
 
-
 type RecordedAnswer = ProgressRecord['answers'][number]
 
 /** Every returned answer's confidence (or another of its probabilities, such as the reader's own
