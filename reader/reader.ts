@@ -75,7 +75,9 @@ export class Reader {
     name: 'qd',
     run: async (input, signal) => {
       const rewrites = await this.questionQueue.submit({ question: input.question, answers: input.answers.map((a) => a.answer), passages: input.reranked, evidence: input.answers.map((a) => a.evidence) }, signal)
-      return { ...input, answers: input.answers.map((a, i) => ({ ...a, question: rewrites[i]!.question, rewritten: rewrites[i]!.rewritten })), ambiguous: input.answers.length > 1 }
+      // Without a detector, "ambiguous" can only mean that the reader returned two answers.
+      const ambiguous = input.ambiguity !== undefined ? input.ambiguity > 0.5 : input.answers.length > 1
+      return { ...input, answers: input.answers.map((a, i) => ({ ...a, question: rewrites[i]!.question, rewritten: rewrites[i]!.rewritten })), ambiguous }
     },
   }
 

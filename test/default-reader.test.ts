@@ -1,7 +1,8 @@
 // The default configuration as `scripts/start` runs it: the dense retriever (e5 over the demo
 // corpus, encoded here) and the readers the repository ships (assets/models/extractive for the
 // answers, assets/models/reader for the rewrites, built by scripts/train-defaults), answering a
-// real question: every answer is a span of its evidence and has a rewrite and a probability.
+// real question: every answer is a span of its evidence and has a rewrite and a probability, and
+// the shipped calibration (assets/models/calibration) gives the question's ambiguity.
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { after, before, test } from 'node:test'
@@ -16,9 +17,9 @@ import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR } from '../src/core/paths.js'
 import { buildDemoStore } from './helpers/demo-store.js'
 import { prerequisite } from './helpers/prerequisite.js'
 
-const shipped = existsSync(`${DEFAULT_READER_DIR}/reader/encoder_model_quantized.onnx`) && existsSync(`${DEFAULT_READER_DIR}/extractive/model_quantized.onnx`)
+const shipped = existsSync(`${DEFAULT_READER_DIR}/reader/encoder_model_quantized.onnx`) && existsSync(`${DEFAULT_READER_DIR}/extractive/model_quantized.onnx`) && existsSync(`${DEFAULT_READER_DIR}/calibration/calibration.json`)
 const encoder = existsSync(join(DEFAULT_ENCODERS_DIR, defaults.dense.model, 'model.onnx'))
-const skip = prerequisite(!shipped ? `no shipped readers in ${DEFAULT_READER_DIR}/reader and extractive (scripts/train-defaults builds them)`
+const skip = prerequisite(!shipped ? `no shipped readers in ${DEFAULT_READER_DIR}/reader, extractive and calibration (scripts/train-defaults builds them)`
   : !encoder ? `needs models/encoders/${defaults.dense.model}: run scripts/assets ${defaults.dense.model}` : false)
 let pipeline: Pipeline
 
@@ -35,7 +36,9 @@ test('the default configuration retrieves with e5, opens the shipped reader and 
   assert.equal(pipeline.stages.retriever.name, `dense(${defaults.dense.model})`)
   const result = await pipeline.ask('Who played in the world series in 1989?', { retrieve: 100, read: pipeline.defaultRead })
   assert.ok(result.answers.length >= 1, 'at least one answer')
-  assert.equal(result.ambiguous, result.answers.length > 1)
+  assert.ok(result.ambiguity !== undefined && result.ambiguity > 0 && result.ambiguity < 1, 'the detector gives a probability')
+  assert.equal(result.ambiguous, result.ambiguity > 0.5)
+  if (!result.ambiguous) assert.equal(result.answers.length, 1, 'a question judged unambiguous keeps its best answer alone')
   for (const a of result.answers) {
     assert.ok(a.evidence.length > 0, `'${a.answer}' has evidence`)
     for (const p of a.evidence) assert.ok(hasAnswer(`${p.title} ${p.text}`, [a.answer]), `'${a.answer}' is in passage ${p.id}`)

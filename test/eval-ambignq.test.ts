@@ -120,7 +120,14 @@ test('a run over 5 AmbigNQ dev questions writes the official predictions, their 
   // report.html: self-contained, with the tables, both charts and every question.
   const html = readFileSync(join(out, 'report.html'), 'utf8')
   assert.match(html, /^<!DOCTYPE html>/)
-  assert.equal((html.match(/<svg /g) ?? []).length, 2)
+  // The two F1 charts and the reliability diagram; no ROC curve: this reader has no calibration
+  // (the shipped one is fit on the extractive reader's probabilities), so no ambiguity either.
+  assert.equal((html.match(/<svg /g) ?? []).length, 3)
+  assert.match(html, /Reliability \(ECE/)
+  assert.match(html, /No ambiguity detector in this run/)
+  assert.equal(metrics.ambiguity, null)
+  assert.equal(metrics.readerConfidence, null)
+  assert.equal(metrics.confidence.answers, Object.values(predictions).flat().filter((p) => p.answer !== '').length)
   assert.match(html, /Mean F1 answer by number of gold answers/)
   assert.match(html, /Questions by F1 answer/)
   for (const rec of records) assert.ok(html.includes(escapeHtml(rec.question)), rec.question)
@@ -213,7 +220,7 @@ test('text from the data and the models is escaped in report.html', { skip: fixt
   assert.ok(html.includes('&lt;iframe src=&quot;javascript:alert(4)&quot;&gt;&lt;/iframe&gt;'))
   // Every tag in the page is one the report makes, and none has an event handler or a link out.
   const allowed = new Set(['!doctype', 'html', 'head', 'meta', 'title', 'style', 'body', 'h1', 'h2', 'h3', 'h4', 'p', 'div', 'section', 'table',
-    'thead', 'tbody', 'tr', 'th', 'td', 'span', 'b', 'i', 'ul', 'ol', 'li', 'details', 'summary', 'pre', 'svg', 'text', 'line', 'rect'])
+    'thead', 'tbody', 'tr', 'th', 'td', 'span', 'b', 'i', 'ul', 'ol', 'li', 'details', 'summary', 'pre', 'svg', 'text', 'line', 'rect', 'circle', 'path'])
   for (const [tag, name] of html.matchAll(/<\/?([!a-z][a-z0-9]*)\b[^>]*>/gi)) {
     assert.ok(allowed.has(name!.toLowerCase()), `unexpected tag ${tag}`)
     assert.doesNotMatch(tag, /\son[a-z]+\s*=/i, tag)

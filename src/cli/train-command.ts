@@ -11,6 +11,9 @@ import { PassageStore } from '../../retriever/passage-store.js'
 import { ERR_USAGE } from '../core/errors.js'
 import { EVAL_300_STORE, eval300Sources } from '../eval/eval-300.js'
 import { mineHardNegatives } from '../training/hard-negatives.js'
+import { writeCalibrationData } from '../training/calibration-data.js'
+import { openPipeline } from '../pipeline/open-pipeline.js'
+import { DenseEncoder } from '../../retriever/dense-encoder.js'
 import { contextFor, parseNumber } from './context.js'
 
 /** Extractive reader groups: questions per source (SQuAD has 86k, NQ-open gold 2.6k) and negatives each. */
@@ -102,6 +105,36 @@ export function registerTrainCommands(program: Command): void {
       if (!o.config) throw ERR_USAGE('ambigqa train extractive needs a training config', 'Pass --config train/configs/extractive-<warm start>.json')
       if (o.stopAt !== undefined && !/^[1-9]\d{0,6}$/.test(o.stopAt)) throw ERR_USAGE(`--stop-at ${o.stopAt} is not a step number`, 'Give a whole number of steps, e.g. --stop-at 1200')
       exitWith(runPython('train_extractive', ['train', '--config', o.config, '--seed', o.seed, ...(o.stopAt ? ['--stop-at', o.stopAt] : [])]))
+    })
+  train
+    .command('calibration-data')
+    .description('read the tuning split as the server does (no calibration) and embed the labelled questions: what `train calibration` fits on')
+    .option('--data <dir>', 'shared data folder', '../shared/data')
+    .option('--tune-ids <file>', 'the tuning split (AmbigNQ train ids)', 'train/splits/reader-tune.txt')
+    .option('--store <dir>', 'the store holding the tuning split\'s passages', EVAL_300_STORE)
+    .option('--encoder <name>', 'the question-only model\'s sentence encoder (models/encoders)', 'e5-small-v2-int8')
+    .option('--out <dir>', 'output folder', 'data/train')
+    .action(async (o: { data: string; tuneIds: string; store: string; encoder: string; out: string }, command: Command) => {
+      // The reader's raw probabilities are what the calibrator learns to map, so none is applied here.
+      const ctx = contextFor(command, { store: o.store, 'reader.calibration': '' })
+      const pipeline = await openPipeline(ctx.config, ctx.log)
+      const encoder = await DenseEncoder.load(o.encoder, ctx.config.dense.modelsDir, ctx.config.dense.threads)
+      try {
+        const r = await writeCalibrationData({ shared: o.data, tuneIds: o.tuneIds, out: o.out, pipeline, encoder, read: ctx.config.reader.read, retrieve: ctx.config.reader.retrieve, log: ctx.log })
+        ctx.out(`${o.out}/calibration-tune.jsonl: ${r.tune} tuning questions read; ${o.out}/ambiguity-questions.jsonl: ${r.questions} questions embedded (${o.encoder})`)
+      } finally {
+        await encoder.close()
+        await pipeline.close()
+      }
+    })
+  train
+    .command('calibration')
+    .description('fit the answer calibrator and the ambiguity detector (train/configs/calibration.json) on `train calibration-data`\'s files')
+    .option('--config <file>', 'fit config file', 'train/configs/calibration.json')
+    .option('--seed <n>', 'seed', '0')
+    .action((_o: unknown, command: Command) => {
+      const o = command.optsWithGlobals<{ config?: string; seed: string }>()
+      exitWith(runPython('fit_calibration', ['--config', o.config ?? 'train/configs/calibration.json', '--seed', o.seed]))
     })
   train
     .command('export <kind> <checkpoint> <out>')

@@ -12,8 +12,10 @@ export interface StageTimings {
 
 export interface Retrieved { question: string; passages: RetrievedPassage[]; timings: StageTimings }
 export interface Reranked extends Retrieved { reranked: RetrievedPassage[] }
-export interface ReadAnswer { answer: string; confidence: number; evidence: RetrievedPassage[] }
-export interface Read extends Reranked { answers: ReadAnswer[] }
+/** readerProbability: the reader's own probability, kept when a calibrator replaced it as confidence. */
+export interface ReadAnswer { answer: string; confidence: number; readerProbability?: number; evidence: RetrievedPassage[] }
+/** ambiguity: P(more than one answer), when a calibrated detector decided the set (reader/answer-set-decider). */
+export interface Read extends Reranked { answers: ReadAnswer[]; ambiguity?: number }
 /** `rewritten: false`: the question is the prompt as asked (one answer, or no rewrite survived the checks). */
 export interface Disambiguated extends Read { answers: (ReadAnswer & { question: string; rewritten: boolean })[]; ambiguous: boolean }
 

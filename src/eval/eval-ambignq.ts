@@ -15,6 +15,7 @@ import type { EvalMetrics, PassageRecord, ProgressRecord, TimingSummary } from '
 import { percentile } from './evaluate-retriever.js'
 import { loadIdList } from './questions.js'
 import { renderReport } from './report-html.js'
+import { ambiguityPoints, ambiguitySummary, answerPoints, confidenceSummary, type Scored } from './confidence-metrics.js'
 import { checkSettings, LineAppender, lockOutDir, PASSAGES_FILE, prepareOutDir, PROGRESS_FILE, readJsonLines, writeAtomic } from './run-folder.js'
 import { loadReference, type AmbigNqRecord, type PredictedQaPair, scoreAmbigNq } from './score-ambignq.js'
 
@@ -76,6 +77,8 @@ export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'r
     reader: {
       spanseqgen: resolve(r.spanseqgen), qd: resolve(r.qd), qdMaxInputTokens: r.qdMaxInputTokens, qdCandidates: r.qdCandidates, qdEvidenceVocabulary: r.qdEvidenceVocabulary, precision: r.precision,
       maxInputTokens: r.maxInputTokens, numBeams: r.numBeams, constrainToPassages: r.constrainToPassages, readEach: r.readEach, poolKeep: r.poolKeep,
+      // Another calibration gives other confidences and answer sets.
+      calibration: r.calibration === '' ? '' : resolve(r.calibration), minConfidence: r.minConfidence, oneAnswerWhenUnambiguous: r.oneAnswerWhenUnambiguous,
     },
   }
 }
@@ -93,8 +96,11 @@ export function toProgressRecord(id: string, result: Disambiguated): ProgressRec
   return {
     id,
     question: result.question,
-    answers: result.answers.map((a) => ({ answer: a.answer, question: a.question, rewritten: a.rewritten, confidence: a.confidence, evidence: a.evidence.map((p) => p.id) })),
+    answers: result.answers.map((a) => ({
+      answer: a.answer, question: a.question, rewritten: a.rewritten, confidence: a.confidence, ...(a.readerProbability !== undefined ? { readerProbability: a.readerProbability } : {}), evidence: a.evidence.map((p) => p.id),
+    })),
     read: result.reranked.map((p) => p.id),
+    ...(result.ambiguity !== undefined ? { ambiguity: Math.round(result.ambiguity * 1e4) / 1e4 } : {}),
     timings,
   }
 }
@@ -174,6 +180,8 @@ export function timingSummary(records: readonly ProgressRecord[]): EvalMetrics['
   }
 }
 
+const nullWhenEmpty = (points: Scored[]) => (points.length > 0 ? confidenceSummary(points) : null)
+
 // ---------------------------------------------------------------------------------------------
 // The whole evaluation
 
@@ -244,6 +252,9 @@ export async function evaluateAmbigNq(options: EvalAmbigNqOptions, env: EvalEnvi
     const metrics: EvalMetrics = {
       ...score.metrics,
       timings: timingSummary(evaluated),
+      confidence: confidenceSummary(answerPoints(records, done)),
+      readerConfidence: nullWhenEmpty(answerPoints(records, done, (a) => a.readerProbability)),
+      ambiguity: ambiguitySummary(ambiguityPoints(records, done)),
       run: { questions: records.length, resumed, answeredNow, seconds: round2(seconds), questionsPerSecond: round2(answeredNow / seconds) },
       config: {
         data: resolve(options.dataPath),

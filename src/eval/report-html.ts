@@ -3,6 +3,8 @@
 // per-question F1 and the worst examples with what the reader read. Every piece of text from the
 // data or the models goes through `escapeHtml`; a Content-Security-Policy forbids scripts anyway.
 import { basename } from 'node:path'
+import { ambiguityPoints, answerPoints, reliabilityBins, rocCurve } from './confidence-metrics.js'
+import { reliabilityChart, rocChart } from './probability-charts.js'
 import type { EvalMetrics, PassageRecord, ProgressRecord } from './eval-records.js'
 import { isMultiAnswer, QUESTION_METRICS, type AmbigNqRecord, type MetricValue } from './score-ambignq.js'
 
@@ -236,6 +238,18 @@ ol.passages li.evidence{background:#fff6d6}
 pre{background:#fff;border:1px solid #d9dee3;padding:10px;overflow:auto;font-size:12px}
 `
 
+/** The reliability diagram of the returned answers' confidence and the ambiguity ROC curve. */
+function probabilitySection(records: ReportInput['records'], done: ReportInput['done'], m: EvalMetrics): string {
+  const c = m.confidence
+  const a = m.ambiguity
+  const text = `<p class="sub">${c.answers} answers returned, ${pct(c.correctShare)}% of them correct (matching a gold answer after the metric's normalisation); mean confidence ${c.meanConfidence.toFixed(3)}, expected calibration error (10 bins) ${c.ece.toFixed(3)}, Brier ${c.brier.toFixed(3)}${
+    m.readerConfidence ? ` (the reader's own probabilities before calibration: ECE ${m.readerConfidence.ece.toFixed(3)}, Brier ${m.readerConfidence.brier.toFixed(3)})` : ''}. ${
+    a ? `Ambiguity: ${a.questions} questions, ${pct(a.multiShare)}% multi; AUROC ${a.auroc.toFixed(3)}, accuracy of P &gt; 0.5 ${pct(a.accuracy)}%.` : 'No ambiguity detector in this run (reader.calibration empty).'}</p>`
+  const charts = [`<div class="card">${reliabilityChart(reliabilityBins(answerPoints(records, done)), c.ece)}</div>`]
+  if (a) charts.push(`<div class="card">${rocChart(rocCurve(ambiguityPoints(records, done)), a.auroc)}</div>`)
+  return `${text}\n<div class="row">${charts.join('')}</div>`
+}
+
 export function renderReport(input: ReportInput): string {
   const { records, done, passages, perQuestion, metrics } = input
   const f1 = (id: string) => perQuestion[id]?.['F1 answer'] ?? 0
@@ -266,6 +280,9 @@ export function renderReport(input: ReportInput): string {
 <div>${metricsTable(metrics)}</div>
 <div>${timingTable(metrics)}</div>
 </div>
+
+<h2>Confidence and ambiguity</h2>
+${probabilitySection(records, done, metrics)}
 
 <h2>By number of gold answers</h2>
 <p class="sub">A question's number of gold answers is the most any of its annotations gives (a single-answer annotation counts 1).</p>

@@ -3,6 +3,9 @@
 import { openRetriever } from '../../retriever/open-retriever.js'
 import { Reader } from '../../reader/reader.js'
 import { CrossEncoderReranker } from '../../retriever/cross-encoder-reranker.js'
+import { DenseEncoder } from '../../retriever/dense-encoder.js'
+import { answerSetDecider, loadCalibration } from '../../reader/answer-set-decider.js'
+import type { Read, Stage } from '../core/stages.js'
 import type { Config } from '../core/config.js'
 import { AmbigqaError } from '../core/errors.js'
 import { silentLogger, type Logger } from '../core/log.js'
@@ -26,9 +29,17 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
   const retrievers = { retriever, retrieverKind: config.retriever, openRetriever: (kind: Config['retriever']) => openRetriever({ ...config, retriever: kind }) }
   try {
     const reader = await Reader.open(config.reader, logger)
+    let decided: { decider: Stage<Read, Read>; encoder: DenseEncoder } | undefined
+    try {
+      decided = await openDecider(config, logger)
+    } catch (error) {
+      await reader.close()
+      throw error
+    }
     return new Pipeline({
       ...retrievers, ...(reranker ? { reranker } : {}), read: config.reader.read, retrieve: config.reader.retrieve, reader: reader.readStage, disambiguator: reader.disambiguateStage,
-      close: async () => { await reader.close(); await closeReranker() },
+      ...(decided ? { decider: decided.decider } : {}),
+      close: async () => { await reader.close(); await decided?.encoder.close(); await closeReranker() },
     })
   } catch (error) {
     if (!(error instanceof AmbigqaError)) {
@@ -39,4 +50,19 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
     logger.warn({ code: error.code }, `reader not loaded: ${error.message}`)
     return new Pipeline({ ...retrievers, ...(reranker ? { reranker } : {}), read: config.reader.read, retrieve: config.reader.retrieve, readerProblem: error.message, close: closeReranker })
   }
+}
+
+/** The answer-set decider of config reader.calibration ('' for none), with the sentence encoder its
+ * question-only model was fit on (from the dense retriever's models folder). A calibration fit on
+ * another reader's probabilities is not applied: they mean something else. */
+export async function openDecider(config: Config, logger: Logger = silentLogger): Promise<{ decider: Stage<Read, Read>; encoder: DenseEncoder } | undefined> {
+  if (config.reader.calibration === '') return undefined
+  const models = loadCalibration(config.reader.calibration)
+  if (models.reader !== config.reader.kind) {
+    logger.warn({ calibration: config.reader.calibration, fitFor: models.reader, reader: config.reader.kind }, 'calibration not applied: it was fit on another reader; confidences are the reader\'s own')
+    return undefined
+  }
+  const encoder = await DenseEncoder.load(models.questionOnly.encoder, config.dense.modelsDir, config.dense.threads)
+  const embed = async (question: string) => (await encoder.encode([question], 'query'))[0]!
+  return { decider: answerSetDecider(models, embed, { minConfidence: config.reader.minConfidence, oneAnswerWhenUnambiguous: config.reader.oneAnswerWhenUnambiguous }), encoder }
 }

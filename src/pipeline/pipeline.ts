@@ -20,6 +20,9 @@ export interface PipelineStages {
   openRetriever?: (kind: RetrieverKind) => Promise<Retriever>
   reranker?: Reranker
   reader?: Stage<Reranked, Read>
+  /** Calibrates the reader's answers and decides the set (reader/answer-set-decider); without it
+   * the reader's own probabilities are the confidences. Its time counts as reading. */
+  decider?: Stage<Read, Read>
   disambiguator?: Stage<Read, Disambiguated>
   /** Passages read when a request does not say (config reader.read; its default when not given). */
   read?: number
@@ -93,7 +96,8 @@ export class Pipeline {
     const reranked = await reranker.rerank(retrieved, options.read, signal)
     reranked.timings.rerankMs = performance.now() - t
     t = performance.now()
-    const read = await reader.run(reranked, signal)
+    const raw = await reader.run(reranked, signal)
+    const read = this.stages.decider ? await this.stages.decider.run(raw, signal) : raw
     read.timings.readMs = performance.now() - t
     t = performance.now()
     const result = await disambiguator.run(read, signal)

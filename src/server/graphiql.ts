@@ -24,7 +24,7 @@ export const GRAPHIQL_ASSET_PREFIX = '/graphiql/assets/'
 const EXAMPLE_QUERY = `# Ctrl-Enter runs the query
 {
   ask(question: "when did the harry potter movie come out") {
-    ambiguous
+    ambiguous ambiguity
     answers { answer question rewritten confidence evidence { title } }
   }
 }

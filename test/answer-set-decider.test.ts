@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import test from 'node:test'
+import { answerFeatures, answerSetDecider, CALIBRATION_FILE, loadCalibration, readingFeatures, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
+import type { RetrievedPassage } from '../src/core/retriever.js'
+import type { Read } from '../src/core/stages.js'
+
+const passage = (id: string, title: string): RetrievedPassage => ({ id, title, text: `${title} text`, score: 1 })
+const passages = [passage('p1', 'A'), passage('p2', 'B'), passage('p3', 'A')]
+
+function read(answers: [string, number, RetrievedPassage[]][]): Read {
+  return {
+    question: 'who won', passages, reranked: passages, timings: { retrievalMs: 0, totalMs: 0 },
+    answers: answers.map(([answer, confidence, evidence]) => ({ answer, confidence, evidence })),
+  }
+}
+
+/** One weight on one named feature, inputs unscaled. */
+const model = (features: string[], weights: number[], bias: number): LogisticModel => ({ features, mean: features.map(() => 0), scale: features.map(() => 1), weights, bias })
+
+// Confidence = sigmoid(10·shareOfBest − 5): the best answer 0.993, one at 0.2 of the best 0.05.
+// Ambiguity = sigmoid(questionLogit + 3·secondShare − 2).
+function models(): CalibrationModels {
+  return {
+    reader: 'extractive',
+    answer: model(['shareOfBest'], [10], -5),
+    questionOnly: { ...model(['e0', 'e1'], [1, 0], 0), encoder: 'e5-small-v2-int8' },
+    ambiguity: model(['questionLogit', 'secondShare'], [1, 3], -2),
+    minConfidence: 0,
+  }
+}
+
+test('features: each answer\'s share of the best, rank and evidence; the question\'s titles and second share', () => {
+  const input = read([['x', 0.5, [passages[1]!, passages[2]!]], ['y', 0.25, []]])
+  const [x, y] = answerFeatures(input)
+  assert.equal(x!.shareOfBest, 1)
+  assert.equal(x!.firstEvidenceRank, 1)
+  assert.equal(x!.evidence, 2)
+  assert.equal(y!.shareOfBest, 0.5)
+  assert.equal(y!.rank, 1)
+  assert.equal(y!.firstEvidenceRank, 3, 'no evidence: the number of passages read')
+  const r = readingFeatures(input, 1.5)
+  assert.deepEqual({ ...r, logBest: Math.round(r.logBest! * 1000) / 1000 }, { questionLogit: 1.5, setSize: 2, logBest: -0.693, secondShare: 0.5, answerTitles: 1, readTitles: 2 })
+  assert.equal(readingFeatures(read([]), 0).secondShare, 0)
+})
+
+test('the decider calibrates, drops answers under minConfidence and keeps the best alone when unambiguous', async () => {
+  const two = read([['x', 0.5, [passages[0]!]], ['y', 0.45, [passages[1]!]], ['z', 0.1, []]])
+  // Question logit 2 and second share 0.9: sigmoid(2 + 2.7 − 2) > 0.5, ambiguous.
+  const ambiguous = await answerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 0.1, oneAnswerWhenUnambiguous: true }).run(two)
+  assert.ok(ambiguous.ambiguity! > 0.9)
+  assert.deepEqual(ambiguous.answers.map((a) => a.answer), ['x', 'y'], 'z (confidence 0.05) is under minConfidence')
+  assert.ok(Math.abs(ambiguous.answers[0]!.confidence - 1 / (1 + Math.exp(-5))) < 1e-9)
+  // Question logit −3: sigmoid(−3 + 2.7 − 2) < 0.5, one answer, the most confident.
+  const single = await answerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: true }).run(two)
+  assert.ok(single.ambiguity! < 0.5)
+  assert.deepEqual(single.answers.map((a) => a.answer), ['x'])
+  const reportOnly = await answerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: false }).run(two)
+  assert.deepEqual(reportOnly.answers.map((a) => a.answer), ['x', 'y', 'z'], 'the detector only reports')
+})
+
+test('calibration.json: missing is AMBIGQA_ERR_MODEL_MISSING, malformed AMBIGQA_ERR_MODEL_INVALID', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'calibration-'))
+  assert.throws(() => loadCalibration(dir), (e: { code?: string }) => e.code === 'AMBIGQA_ERR_MODEL_MISSING')
+  writeFileSync(join(dir, CALIBRATION_FILE), JSON.stringify({ ...models(), answer: { features: ['a'], mean: [0], scale: [1], weights: [1, 2], bias: 0 } }))
+  assert.throws(() => loadCalibration(dir), (e: { code?: string; message: string }) => e.code === 'AMBIGQA_ERR_MODEL_INVALID' && /answer is not a logistic model/.test(e.message))
+  writeFileSync(join(dir, CALIBRATION_FILE), JSON.stringify(models()))
+  assert.equal(loadCalibration(dir).questionOnly.encoder, 'e5-small-v2-int8')
+})

@@ -1,0 +1,60 @@
+"""The calibration fit: the official greedy F1, ECE, and a whole fit on a small synthetic set
+(the JSON it writes is what reader/answer-set-decider.ts reads)."""
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+
+from ambigqa_train import fit_calibration as fc
+
+
+def test_greedy_f1_is_the_official_one_to_one_match() -> None:
+    assert fc.greedy_f1([["a", "x"], ["b"]], ["a", "b"]) == 1.0
+    # One prediction cannot match two gold clusters.
+    assert fc.greedy_f1([["a"], ["a"]], ["a"]) == 2 * 1.0 * 0.5 / 1.5
+    assert fc.greedy_f1([["a"]], ["c"]) == 0.0
+
+
+def test_ece_weighs_bins_by_count() -> None:
+    p = np.array([0.9, 0.9, 0.2, 0.2])
+    y = np.array([1.0, 0.0, 0.0, 0.0])
+    assert abs(fc.ece(p, y) - (2 * 0.4 + 2 * 0.2) / 4) < 1e-12
+    assert fc.ece(np.array([1.0, 0.0]), np.array([1.0, 0.0])) == 0.0
+
+
+def test_fit_writes_three_logistic_models_and_a_threshold(tmp_path: Path) -> None:
+    rng = random.Random(0)
+    emb = lambda label: [rng.gauss(1.0 if label else -1.0, 1.0) for _ in range(4)]  # noqa: E731
+    questions = [{"id": f"t{i}", "source": "ambignq-train", "eval300": False, "label": i % 2 == 0, "embedding": emb(i % 2 == 0)} for i in range(80)]
+    questions += [{"id": f"d{i}", "source": "ambignq-dev", "eval300": i < 10, "label": i % 2 == 0, "embedding": emb(i % 2 == 0)} for i in range(20)]
+    questions += [{"id": f"a{i}", "source": "ambient-test", "eval300": False, "label": i % 2 == 0, "embedding": emb(False)} for i in range(20)]
+    tune = []
+    for i in range(60):
+        multi = i % 2 == 0
+        answers = [{"answer": f"ans{i}-{k}", "correct": k == 0 or (multi and k == 1),
+                    "features": {"logProbability": -0.2 - k, "shareOfBest": 1.0 / (k + 1), "rank": k, "setSize": 3, "evidence": 1, "firstEvidenceRank": k}} for k in range(3)]
+        golds = [[[f"ans{i}-0"], [f"ans{i}-1"]]] if multi else [[[f"ans{i}-0"]]]
+        tune.append({"id": f"q{i}", "multi": multi, "golds": golds, "answers": answers, "embedding": emb(multi),
+                     "reading": {"questionLogit": 0, "setSize": 3, "logBest": -0.2, "secondShare": 0.5, "answerTitles": 2 if multi else 1, "readTitles": 3}})
+    for name, rows in (("q.jsonl", questions), ("t.jsonl", tune)):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = {"questions_file": str(tmp_path / "q.jsonl"), "tune_file": str(tmp_path / "t.jsonl"), "encoder": "e5-small-v2-int8", "reader": "extractive",
+           "out": str(tmp_path / "out"), "metrics_out": str(tmp_path / "metrics.json"), "Cs": [0.1, 1], "folds": 3, "thresholds": [0, 0.3]}
+    metrics = fc.run(cfg, 0)
+    model = json.loads((tmp_path / "out" / "calibration.json").read_text())
+    for key, n in (("answer", len(fc.ANSWER_FEATURES)), ("questionOnly", 4), ("ambiguity", len(fc.READING_FEATURES))):
+        assert len(model[key]["weights"]) == len(model[key]["mean"]) == len(model[key]["scale"]) == len(model[key]["features"]) == n
+    assert model["questionOnly"]["encoder"] == "e5-small-v2-int8"
+    assert model["minConfidence"] in (0, 0.3)
+    assert metrics["question_only"]["ambignq_dev_outside_eval300_auroc"] > 0.7
+    assert metrics["ambiguity"]["tune_cv_auroc"] > 0.7
+
+    # A tuning split of multi questions only (the shipped one): the detector is the question-only model.
+    for r in tune:
+        r["multi"] = True
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in tune))
+    metrics = fc.run(cfg, 0)
+    model = json.loads((tmp_path / "out" / "calibration.json").read_text())
+    assert model["ambiguity"]["features"] == ["questionLogit"] and model["ambiguity"]["weights"] == [1.0]
+    assert metrics["ambiguity"]["model"].startswith("question-only")
