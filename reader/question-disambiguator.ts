@@ -99,7 +99,7 @@ export class QuestionDisambiguator {
     const proposals = new Map<number, string[][]>()
     hypotheses.forEach((list, r) => {
       const [i, j] = owners[r]!
-      const texts = list.map((h) => this.model.tokenizer.decode(h.generated).trim()).filter((t) => t.length > 0)
+      const texts = list.map((h) => tidy(this.model.tokenizer.decode(h.generated))).filter((t) => t.length > 0)
       if (!proposals.has(i)) proposals.set(i, [])
       proposals.get(i)![j] = texts
     })
@@ -133,6 +133,12 @@ function insertionConstraint(prompt: readonly number[], eos: readonly number[], 
     if (inserted === 0) return { except: eos }
     return canInsert ? undefined : eos
   }
+}
+
+/** transformers' clean_up_tokenization: a question, unlike an answer span, need not keep the word
+ * pieces' spacing ("it ' s all over ?" → "it's all over?"). */
+function tidy(text: string): string {
+  return text.replace(/ ([.?!,])/g, '$1').replace(/ ' /g, "'").replace(/ n't\b/g, "n't").replace(/ '(s|m|ve|re)\b/g, "'$1").trim()
 }
 
 function passagesFor(item: DisambiguationItem, answer: number): RetrievedPassage[] {

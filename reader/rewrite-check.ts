@@ -5,7 +5,8 @@
 export type RewriteFault =
   /** The same words as the prompt: no disambiguation at all. */
   | 'identical'
-  /** A word trigram that occurs twice: the small-model loop ("in the child trap in the child trap"). */
+  /** A word trigram that occurs twice, or a word twice in a row that the prompt does not repeat: the
+   * small-model loop ("in the child trap in the child trap", "the human body body"). */
   | 'repeated-trigram'
   /** A word found in neither the prompt, the answers nor the evidence: invented. */
   | 'unsupported-word'
@@ -44,20 +45,23 @@ export function supportedWords(texts: Iterable<string>): Set<string> {
 export function rewriteFaults(prompt: string, rewrite: string, supported: ReadonlySet<string>, siblings: readonly string[] = []): RewriteFault[] {
   const words = rewriteWords(rewrite)
   const key = words.join(' ')
+  const promptWords = rewriteWords(prompt)
   const faults: RewriteFault[] = []
-  if (key === rewriteWords(prompt).join(' ')) faults.push('identical')
+  if (key === promptWords.join(' ')) faults.push('identical')
+  const stutter = (ws: string[]) => ws.some((w, i) => i > 0 && ws[i - 1] === w)
+  if (stutter(words) && !stutter(promptWords)) faults.push('repeated-trigram')
   const trigrams = new Set<string>()
   for (let i = 0; i + 3 <= words.length; i++) {
     const t = words.slice(i, i + 3).join(' ')
     if (trigrams.has(t)) {
-      faults.push('repeated-trigram')
+      if (!faults.includes('repeated-trigram')) faults.push('repeated-trigram')
       break
     }
     trigrams.add(t)
   }
   if (words.some((w) => !supported.has(stem(w)))) faults.push('unsupported-word')
   if (siblings.some((s) => rewriteWords(s).join(' ') === key)) faults.push('duplicate')
-  const content = rewriteWords(prompt).filter((w) => !FUNCTION_SET.has(w))
+  const content = promptWords.filter((w) => !FUNCTION_SET.has(w))
   const kept = new Set(words.map(stem))
   if (content.length > 0 && content.filter((w) => kept.has(stem(w))).length * 2 <= content.length) faults.push('not-minimal')
   return faults
