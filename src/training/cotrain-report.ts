@@ -28,21 +28,23 @@ export interface CoTrainingResults {
   secondsThisStart: number
 }
 
+// Quarter ticks of a nice maximum: 2.5 is not 3.
+const tick = (v: number) => String(Number(v.toFixed(1)))
 const pct = (x: number | null) => (x === null || Number.isNaN(x) ? '–' : (x * 100).toFixed(1))
 
 function silverChart(silver: readonly SilverSummary[]): string {
   const bars: Bar[] = silver.flatMap((s) => (['multi', 'single', 'wait'] as const).map((d) => ({ label: d, sublabel: `iteration ${s.iteration}`, value: s[d], text: String(s[d]) })))
-  return barChart('Silver set per iteration', bars, niceMax(Math.max(1, ...bars.map((b) => b.value))), 'examples', '#3e7cb1', (v) => v.toFixed(0))
+  return barChart('Silver set per iteration', bars, niceMax(Math.max(1, ...bars.map((b) => b.value))), 'examples', '#3e7cb1', tick)
 }
 
 function voteChart(s: SilverSummary, committee: number): string {
   const bars: Bar[] = Array.from({ length: committee + 1 }, (_, v) => ({ label: `${v} of ${committee}`, value: s.topVote[String(v)] ?? 0, text: String(s.topVote[String(v)] ?? 0) }))
-  return barChart(`Iteration ${s.iteration}: most votes for an extra answer`, bars, niceMax(Math.max(1, ...bars.map((b) => b.value))), 'examples', '#8e6bbf', (v) => v.toFixed(0))
+  return barChart(`Iteration ${s.iteration}: most votes for an extra answer`, bars, niceMax(Math.max(1, ...bars.map((b) => b.value))), 'examples', '#8e6bbf', tick)
 }
 
 function evalChart(evals: readonly EvalResult[]): string {
   const bars: Bar[] = evals.map((e) => ({ label: e.name, sublabel: e.f1Multi === null ? '' : `multi ${pct(e.f1Multi)}`, value: e.f1All * 100, text: pct(e.f1All) }))
-  return barChart('eval F1 answer (all questions)', bars, niceMax(Math.max(1, ...bars.map((b) => b.value))), 'F1 answer ×100', '#2f9e77', (v) => v.toFixed(0))
+  return barChart('eval F1 answer (all questions)', bars, niceMax(Math.max(1, ...bars.map((b) => b.value))), 'F1 answer ×100', '#2f9e77', tick)
 }
 
 export function renderCoTrainingReport(r: CoTrainingResults): string {
@@ -58,7 +60,7 @@ export function renderCoTrainingReport(r: CoTrainingResults): string {
 </head>
 <body>
 <h1>Democratic co-training</h1>
-<p>${escapeHtml(r.config)}: a committee of ${r.committee} extractive readers (${r.steps} steps each), ${r.iterations} iteration${r.iterations === 1 ? '' : 's'}, ${r.partial} single-answer examples; committee 1 is the plain ensemble (the multi-answer set only), committee ${r.iterations + 1} the co-trained one. The committee votes with its spans: an extra answer is one a member's answer set holds beside the known answer; more than ${r.committee}/2 votes make the example multi-answer.</p>
+<p>${escapeHtml(r.config)}: a committee of ${r.committee} extractive readers (${r.steps} steps each), ${r.iterations} iteration${r.iterations === 1 ? '' : 's'}, ${r.partial} single-answer examples; committee 1 is the plain ensemble (the multi-answer set only), committee ${r.iterations + 1} the co-trained one. The committee votes with its spans: an extra answer is one a member's answer set holds beside the known answer; ${Math.floor(r.committee / 2) + 1} of ${r.committee} votes (more than half) make the example multi-answer.</p>
 <h2>Silver set</h2>
 ${silverChart(r.silver)}
 <table><tr><th>iteration</th><th>multi-answer</th><th>single-answer</th><th>waiting</th><th>abstentions (member missed the known answer)</th></tr>
