@@ -17,7 +17,7 @@ import { graphiqlPage } from './graphiql.js'
 import { checkHealth, standardProbes, type DependencyProbe } from './health.js'
 import { allowedHostnames, hostnameOf } from './host-check.js'
 import { authorizeJob, resolveDataPath, type JobAccess } from './job-access.js'
-import { Jobs } from './jobs.js'
+import { Jobs, type CoTrainingRunner } from './jobs.js'
 import { coTrainingConfigFile } from '../training/cotrain-run.js'
 import { Limiter } from './limiter.js'
 import { askManyCost, queryCostRule } from './query-cost.js'
@@ -36,8 +36,7 @@ export function limitsOf(server: Config['server']): ServerLimits {
   return Object.fromEntries(Object.keys(defaultLimits).map((key) => [key, server[key as keyof ServerLimits]])) as unknown as ServerLimits
 }
 
-/** Runs a co-training config file to its end, reporting progress; resolves with the final message. */
-export type CoTrainingRunner = (configFile: string, onProgress: (p: { fraction: number | null; message: string }) => void, signal: AbortSignal) => Promise<string>
+export type { CoTrainingRunner }
 
 export interface ServerOptions {
   pipeline: Pipeline
@@ -199,7 +198,7 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
         authorizeJob('startCoTraining', access, headers.authorization)
         const run = options.jobs?.coTraining
         if (!run) throw ERR_JOBS_DISABLED('startCoTraining')
-        return jobs.startCoTraining(coTrainingConfigFile(args.config), run)
+        return jobs.startCoTraining(coTrainingConfigFile(args.config), args.config, run)
       }),
       startEvaluation: guarded('startEvaluation', true, (args: { data: string; ids?: string | null }, { headers }) => {
         authorizeJob('startEvaluation', access, headers.authorization)

@@ -22,6 +22,9 @@ export interface Job {
   finishedAt: string | null
 }
 
+/** Runs a co-training config file to its end, reporting progress; resolves with the final message. */
+export type CoTrainingRunner = (configFile: string, onProgress: (p: { fraction: number | null; message: string }) => void, signal: AbortSignal) => Promise<string>
+
 const terminal = (job: Job) => job.state === 'SUCCEEDED' || job.state === 'FAILED'
 
 export class Jobs {
@@ -70,12 +73,12 @@ export class Jobs {
    * a job; one at a time, as it takes every core for hours. Its progress is the run's: the stage,
    * the share done and a line with examples/s and the ETA.
    */
-  startCoTraining(configFile: string, run: (configFile: string, onProgress: (p: { fraction: number | null; message: string }) => void, signal: AbortSignal) => Promise<string>): Job {
+  startCoTraining(configFile: string, shownAs: string, run: CoTrainingRunner): Job {
     const busy = [...this.jobs.values()].find((j) => j.kind === 'cotraining' && !terminal(j))
     if (busy) throw ERR_JOB_BUSY('cotraining', busy.id)
     const controller = new AbortController()
     this.aborts.add(controller)
-    return this.launch('cotraining', `co-training from ${configFile}`, (report) => run(configFile, (p) => report(p.fraction, p.message), controller.signal), () => this.aborts.delete(controller))
+    return this.launch('cotraining', `co-training ${shownAs}`, (report) => run(configFile, (p) => report(p.fraction, p.message), controller.signal), () => this.aborts.delete(controller))
   }
 
   /** A job running `work` (which reports its progress and returns the final message). */

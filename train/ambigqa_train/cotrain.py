@@ -307,6 +307,19 @@ def silver_training(layout: Layout, upto: int, partial: dict[str, Example]) -> l
     return rows
 
 
+def hold_lock(out: Path) -> None:
+    """One run per folder: a second start while the first lives would write the same files."""
+    lock = out / "run.lock"
+    try:
+        pid = int(lock.read_text())
+        os.kill(pid, 0)
+        if pid != os.getpid():
+            raise SystemExit(f"co-training: {out} is being written by process {pid}; wait for it or stop it first")
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        pass
+    write_atomic(lock, str(os.getpid()))
+
+
 def run(cfg: dict[str, Any]) -> dict[str, Any]:
     seed, committee, iterations = int(cfg.get("seed", 0)), int(cfg["committee"]), int(cfg["iterations"])
     setup(seed)
@@ -314,6 +327,7 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(int(cfg.get("threads", 1)))
     layout = Layout(Path(cfg["out"]))
     layout.out.mkdir(parents=True, exist_ok=True)
+    hold_lock(layout.out)
     full, partial = fixed_sets(cfg, layout, seed)
     by_id = {ex["id"]: ex for ex in partial}
     log({"stage": "data", "full": len(full), "partial": len(partial)})
