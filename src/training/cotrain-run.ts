@@ -112,7 +112,7 @@ async function exportCommittee(cfg: CoTrainingConfig, k: number, env: CoTraining
     rmSync(tmp, { recursive: true, force: true })
     env.onProgress?.({ stage: 'export', fraction: null, message: `exporting committee ${k}, member ${c + 1} to ONNX` })
     await runPythonLines('export_onnx', ['extractive', join(committeeDir(cfg.out, k), `member-${c}`, 'checkpoint'), tmp], (line) => env.log.debug({ line }, 'export'), env.signal ? { signal: env.signal } : {})
-    // config.json is written after the ONNX files: its presence in the renamed folder means whole.
+    // Exported beside the target and renamed when the export has exited: a member folder is whole.
     renameSync(tmp, target)
   }
   writeFileSync(join(dir, 'committee.json'), `${JSON.stringify({ members }, null, 1)}\n`)
