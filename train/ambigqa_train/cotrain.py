@@ -32,22 +32,21 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import random
-import re
-import string
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 from transformers import PreTrainedTokenizerFast
 
 from .common import load_config, read_jsonl, run_steps, setup
-from .data import SEP, Passage, crop, load_eval300, norm_question
+from .data import SEP, Passage, crop, load_eval300
 from .extractive import NEG, ExtractiveReader, answer_token_spans, best_spans, encode, passage_text
+from .train_extractive import normalize
 
 Example = dict[str, Any]
 
@@ -163,12 +162,6 @@ def train_member(cfg: dict[str, Any], rows: list[Example], seed: int, member_dir
 # ---- voting
 
 
-def normalize(s: str) -> str:
-    s = "".join(c for c in s.lower() if c not in set(string.punctuation))
-    s = re.sub(r"\b(a|an|the)\b", " ", s)
-    return " ".join(s.split())
-
-
 def contains(longer: list[str], shorter: list[str]) -> bool:
     n = len(shorter)
     return any(longer[i : i + n] == shorter for i in range(len(longer) - n + 1))
@@ -188,9 +181,9 @@ def answer_set(model: ExtractiveReader, tok: PreTrainedTokenizerFast, ex: Exampl
         if not key:
             continue
         if key in merged:
-            merged[key][1] += float(torch.tensor(span.score).exp())
+            merged[key][1] += math.exp(span.score)
         else:
-            merged[key] = [span.text.strip(), float(torch.tensor(span.score).exp())]
+            merged[key] = [span.text.strip(), math.exp(span.score)]
     ranked = sorted(merged.values(), key=lambda x: -x[1])
     kept: list[tuple[str, float]] = []
     for text, p in ranked:
