@@ -10,7 +10,7 @@ as reader/extractive-reader.ts does); the known answer is given, and what the vo
 every *other* answer in that set.
 
 Committee k (1-based) is C members fine-tuned from `init` on D_full plus the silver examples of
-iterations < k, each with its own seed (its own data order, dropout and passage order); for
+iterations < k, each with its own seed (its own data order and dropout); for
 k <= N it then votes on the examples still waiting in D_partial:
 - an extra answer predicted by more than C/2 members makes the example multi-answer (the known
   answer plus every such answer);
