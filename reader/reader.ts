@@ -4,6 +4,7 @@
 import type { Logger } from '../src/core/log.js'
 import type { Disambiguated, Read, Reranked, Stage } from '../src/core/stages.js'
 import { BatchQueue } from './batch-queue.js'
+import { ExtractiveCommittee, isCommittee } from './extractive-committee.js'
 import { ExtractiveReader } from './extractive-reader.js'
 import { QuestionDisambiguator, type DisambiguationItem, type Rewrite } from './question-disambiguator.js'
 import { Seq2SeqModel } from './seq2seq-model.js'
@@ -38,7 +39,7 @@ export class Reader {
   private readonly answerQueue: BatchQueue<ReadingQuestion, PredictedAnswer[]>
   private readonly questionQueue: BatchQueue<DisambiguationItem, Rewrite[]>
 
-  private constructor(readonly answerReader: SpanSeqGen | ExtractiveReader, readonly disambiguator: QuestionDisambiguator, private readonly models: { close(): Promise<void> }[], maxBatch: number, readonly kind: string) {
+  private constructor(readonly answerReader: SpanSeqGen | ExtractiveReader | ExtractiveCommittee, readonly disambiguator: QuestionDisambiguator, private readonly models: { close(): Promise<void> }[], maxBatch: number, readonly kind: string) {
     this.answerQueue = new BatchQueue((items) => answerReader.read(items), maxBatch)
     this.questionQueue = new BatchQueue((items) => disambiguator.disambiguate(items), maxBatch)
   }
@@ -51,7 +52,11 @@ export class Reader {
       // Small QD models loop ("do do do"); a repeated trigram is never a minimal rewrite.
       const disambiguator = new QuestionDisambiguator(questionModel, { maxInputTokens: settings.qdMaxInputTokens, candidates: settings.qdCandidates, evidenceVocabulary: settings.qdEvidenceVocabulary, generation: { noRepeatNgramSize: 3, ...generation } })
       if (settings.kind === 'extractive') {
-        const extractive = await ExtractiveReader.load(settings.extractive, device, { keep: settings.keep, minProbability: settings.minProbability, maxAnswers: settings.maxAnswers, rankPrior: settings.rankPrior })
+        const options = { keep: settings.keep, minProbability: settings.minProbability, maxAnswers: settings.maxAnswers, rankPrior: settings.rankPrior }
+        // A committee folder (committee.json) is the co-trained ensemble: its members vote with their spans.
+        const extractive = isCommittee(settings.extractive)
+          ? await ExtractiveCommittee.load(settings.extractive, device, options)
+          : await ExtractiveReader.load(settings.extractive, device, options)
         return new Reader(extractive, disambiguator, [extractive, questionModel], settings.maxBatch, 'extractive')
       }
       const answerModel = settings.qd === settings.spanseqgen ? questionModel : await Seq2SeqModel.load(settings.spanseqgen, device)

@@ -2,35 +2,31 @@
 // (run in .venv-train, created by scripts/train-env). Serving never needs Python.
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import type { Command } from 'commander'
 import { buildIndex } from '../../index/build-index.js'
 import { Bm25SqliteRetriever } from '../../retriever/bm25-sqlite-retriever.js'
 import { PassageStore } from '../../retriever/passage-store.js'
+import { loadConfig } from '../core/config.js'
 import { ERR_USAGE } from '../core/errors.js'
+import { createLogger } from '../core/log.js'
 import { EVAL_300_STORE, eval300Sources } from '../eval/eval-300.js'
 import { mineHardNegatives } from '../training/hard-negatives.js'
 import { writeCalibrationData } from '../training/calibration-data.js'
 import { openPipeline } from '../pipeline/open-pipeline.js'
 import { DenseEncoder } from '../../retriever/dense-encoder.js'
+import { runCoTraining } from '../training/cotrain-run.js'
+import { pythonCommand } from '../training/python-process.js'
 import { contextFor, parseNumber } from './context.js'
 
 /** Extractive reader groups: questions per source (SQuAD has 86k, NQ-open gold 2.6k) and negatives each. */
 const READER_PER_SOURCE = 24_000
 const READER_NEGATIVES = 4
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
-
-/** Run `python -m ambigqa_train.<module> ...args` in the training venv; returns its exit code. */
+/** Run `python -m ambigqa_train.<module> ...args` in the training venv, output shown; returns its exit code. */
 export function runPython(module: string, args: string[]): number {
-  const python = join(ROOT, '.venv-train/bin/python')
-  if (!existsSync(python)) {
-    throw ERR_USAGE(`the training environment ${python} is missing`, 'Run scripts/train-env first (Python 3.11; about 5 GB installed, once)')
-  }
-  const env = { ...process.env, PYTHONPATH: join(ROOT, 'train'), HF_HUB_OFFLINE: '1' }
-  const res = spawnSync(python, ['-m', `ambigqa_train.${module}`, ...args], { stdio: 'inherit', env })
-  return res.status ?? 1
+  const command = pythonCommand(module, args)
+  return spawnSync(command.python, command.args, { stdio: 'inherit', env: command.env }).status ?? 1
 }
 
 function exitWith(code: number): void {
@@ -135,6 +131,25 @@ export function registerTrainCommands(program: Command): void {
     .action((_o: unknown, command: Command) => {
       const o = command.optsWithGlobals<{ config?: string; seed: string }>()
       exitWith(runPython('fit_calibration', ['--config', o.config ?? 'train/configs/calibration.json', '--seed', o.seed]))
+    })
+  train
+    .command('cotrain')
+    .description('democratic co-training (AmbigQA Algorithm 1) from a config file (train/configs/cotrain-*.json): committees, votes, eval, report.html; resumes where it stopped')
+    .option('--config <file>', 'co-training config file (train/configs/cotrain-*.json)')
+    // --config is taken by the co-training file, so the server configuration the evaluation
+    // reads (store, retriever, reader settings) comes from here.
+    .option('--app-config <file>', 'server configuration for the evaluation (default: ./ambigqa.config.json when present)')
+    .action(async (_o: unknown, command: Command) => {
+      const o = command.optsWithGlobals<{ config?: string; appConfig?: string; logLevel?: string }>()
+      if (!o.config) throw ERR_USAGE('ambigqa train cotrain needs a co-training config', 'Pass --config train/configs/cotrain-<name>.json')
+      const config = loadConfig({ ...(o.appConfig ? { file: o.appConfig } : {}), flags: o.logLevel ? { 'log.level': o.logLevel } : {} })
+      const log = createLogger(config.log.level)
+      const results = await runCoTraining(o.config, {
+        config, log,
+        onProgress: (p) => process.stderr.write(`cotrain ${p.stage}${p.fraction === null ? '' : ` ${(100 * p.fraction).toFixed(1)}%`}: ${p.message}\n`),
+      })
+      for (const s of results.silver) process.stdout.write(`silver ${s.iteration}: ${s.multi} multi-answer, ${s.single} single-answer, ${s.wait} waiting\n`)
+      for (const e of results.evals) process.stdout.write(`${e.name}: F1 answer all ${(100 * e.f1All).toFixed(1)}, multi ${e.f1Multi === null ? '-' : (100 * e.f1Multi).toFixed(1)}\n`)
     })
   train
     .command('export <kind> <checkpoint> <out>')

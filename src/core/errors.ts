@@ -138,6 +138,22 @@ export const ERR_STORE_BUSY = createError(
   { meaning: 'Another process or server job is writing the store: one writer at a time.', fix: 'Wait for it to finish, or stop it first.' },
 )
 
+/** A job of a kind that runs one at a time (co-training takes every core) while one is running. */
+export const ERR_JOB_BUSY = createError(
+  'JOB_BUSY',
+  409,
+  (kind: string, id: string) => `a ${kind} job (${id}) is running on this server; one at a time. Wait for it to finish (jobProgress), then start again: the run resumes`,
+  { meaning: 'A co-training job was asked while another runs: it takes every core, so one at a time.', fix: 'Wait for the running job to finish (`jobProgress`), then start again; a co-training run resumes where it stopped.' },
+)
+
+/** A co-training job named a config that is not one of the project's (train/configs/cotrain-*.json). */
+export const ERR_COTRAIN_CONFIG = createError(
+  'COTRAIN_CONFIG',
+  400,
+  (name: string) => `co-training config '${name}' is not one of train/configs/cotrain-*.json. Give the name without the folder or .json, e.g. cotrain-e5`,
+  { meaning: '`startCoTraining` named a config that is not a `train/configs/cotrain-*.json` file: the API starts only the configs the project holds.', fix: 'Give the config\'s name without folder or `.json`, e.g. `cotrain-e5`; a new config is added to `train/configs/` by the operator.' },
+)
+
 export const ERR_QUESTIONS_FILE = createError(
   'QUESTIONS_FILE',
   400,
@@ -350,7 +366,7 @@ export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_ELASTICSEARCH_UNAVAILABLE, ERR_ELASTICSEARCH_INDEX,
   ERR_USAGE, ERR_CONFIG_INVALID, ERR_CONFIG_FILE, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_EMPTY,
   ERR_SOURCE_FORMAT_UNKNOWN, ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED, ERR_STORE_NOT_FOUND,
-  ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_QUESTIONS_FILE, ERR_DATA_MISSING, ERR_TRAINING_DATA,
+  ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_JOB_BUSY, ERR_COTRAIN_CONFIG, ERR_QUESTIONS_FILE, ERR_DATA_MISSING, ERR_TRAINING_DATA,
   ERR_INTERNAL, ERR_SOURCE_CHANGED,
   ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID,
   ERR_MODEL_MISSING, ERR_VECTORS_MISSING, ERR_MODEL_INVALID, ERR_OUTPUT_UNWRITABLE,

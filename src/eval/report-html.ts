@@ -65,16 +65,16 @@ export function f1Histogram(values: readonly number[]): number[] {
 
 const FONT = 'font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif"'
 
-function niceMax(max: number): number {
+export function niceMax(max: number): number {
   if (max <= 0) return 1
   const pow = 10 ** Math.floor(Math.log10(max))
   for (const m of [1, 2, 2.5, 5, 10]) if (m * pow >= max) return m * pow
   return 10 * pow
 }
 
-interface Bar { label: string; sublabel?: string; value: number; text: string }
+export interface Bar { label: string; sublabel?: string; value: number; text: string }
 
-function barChart(title: string, bars: readonly Bar[], yMax: number, yLabel: string, color: string, tickFormat: (v: number) => string): string {
+export function barChart(title: string, bars: readonly Bar[], yMax: number, yLabel: string, color: string, tickFormat: (v: number) => string): string {
   const width = 540
   const height = 300
   const left = 56
@@ -202,7 +202,7 @@ ${passagesHtml(done, passages)}
 </section>`
 }
 
-const CSS = `
+export const CSS = `
 *{box-sizing:border-box}
 body{margin:0;padding:24px 32px;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#1f2933;background:#f5f7fa}
 h1{font-size:24px;margin:0 0 4px}

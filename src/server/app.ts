@@ -7,7 +7,7 @@ import mercurius from 'mercurius'
 import client from 'prom-client'
 import { defaults, type Config } from '../core/config.js'
 import {
-  AmbigqaError, ERR_BATCH_TOO_LARGE, ERR_HOST_NOT_ALLOWED, ERR_QUERY_TOO_COSTLY, ERR_READER_UNAVAILABLE, ERR_TIMEOUT,
+  AmbigqaError, ERR_BATCH_TOO_LARGE, ERR_HOST_NOT_ALLOWED, ERR_JOBS_DISABLED, ERR_QUERY_TOO_COSTLY, ERR_READER_UNAVAILABLE, ERR_TIMEOUT,
 } from '../core/errors.js'
 import { checkCount as checkCountIn, checkQuestion as checkQuestionText } from '../pipeline/ask-arguments.js'
 import type { AskOptions, Pipeline, RetrieverKind } from '../pipeline/pipeline.js'
@@ -17,7 +17,8 @@ import { graphiqlPage } from './graphiql.js'
 import { checkHealth, standardProbes, type DependencyProbe } from './health.js'
 import { allowedHostnames, hostnameOf } from './host-check.js'
 import { authorizeJob, resolveDataPath, type JobAccess } from './job-access.js'
-import { Jobs } from './jobs.js'
+import { Jobs, type CoTrainingRunner } from './jobs.js'
+import { coTrainingConfigFile } from '../training/cotrain-run.js'
 import { Limiter } from './limiter.js'
 import { askManyCost, queryCostRule } from './query-cost.js'
 import { queryDepthRule } from './query-depth.js'
@@ -35,13 +36,18 @@ export function limitsOf(server: Config['server']): ServerLimits {
   return Object.fromEntries(Object.keys(defaultLimits).map((key) => [key, server[key as keyof ServerLimits]])) as unknown as ServerLimits
 }
 
+export type { CoTrainingRunner }
+
 export interface ServerOptions {
   pipeline: Pipeline
   /** Where passage(id) and health read: the store or index the retriever searches. */
   passages: PassageSource
   limits?: Partial<ServerLimits>
-  /** Jobs: off unless enabled (then a token and data roots); `indexStore` is where startIndexing builds. */
-  jobs?: JobAccess & { indexStore?: string }
+  /**
+   * Jobs: off unless enabled (then a token and data roots); `indexStore` is where startIndexing
+   * builds; `coTraining` runs a co-training config file (the CLI binds it to the server's config).
+   */
+  jobs?: JobAccess & { indexStore?: string; coTraining?: CoTrainingRunner }
   /** The address the server listens on, and more host names it answers for (the Host header check). */
   host?: string
   allowedHosts?: readonly string[]
@@ -187,6 +193,12 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
         authorizeJob('startIndexing', access, headers.authorization)
         const source = resolveDataPath(args.source, access)
         return jobs.startIndexing(source, args.source, args.format ?? undefined, indexStore)
+      }),
+      startCoTraining: guarded('startCoTraining', true, (args: { config: string }, { headers }) => {
+        authorizeJob('startCoTraining', access, headers.authorization)
+        const run = options.jobs?.coTraining
+        if (!run) throw ERR_JOBS_DISABLED('startCoTraining')
+        return jobs.startCoTraining(coTrainingConfigFile(args.config), args.config, run)
       }),
       startEvaluation: guarded('startEvaluation', true, (args: { data: string; ids?: string | null }, { headers }) => {
         authorizeJob('startEvaluation', access, headers.authorization)

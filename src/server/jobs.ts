@@ -1,4 +1,4 @@
-// Background jobs (index builds) with their state, published to `jobProgress` subscribers.
+// Background jobs (index builds, co-training runs) with their state, published to `jobProgress` subscribers.
 // One writer per store: a second indexing job on a store being written is refused at once
 // (AMBIGQA_ERR_STORE_BUSY), not queued; the client retries when the first job has finished.
 // A job's message never quotes what it read: a failure gives its code, the log has the rest.
@@ -7,7 +7,7 @@ import { EventEmitter, on } from 'node:events'
 import { resolve } from 'node:path'
 import { buildIndex } from '../../index/build-index.js'
 import { buildLockHolder } from '../../retriever/passage-store.js'
-import { ERR_STORE_BUSY } from '../core/errors.js'
+import { ERR_JOB_BUSY, ERR_STORE_BUSY } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
 
 export type JobState = 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED'
@@ -22,6 +22,9 @@ export interface Job {
   finishedAt: string | null
 }
 
+/** Runs a co-training config file to its end, reporting progress; resolves with the final message. */
+export type CoTrainingRunner = (configFile: string, onProgress: (p: { fraction: number | null; message: string }) => void, signal: AbortSignal) => Promise<string>
+
 const terminal = (job: Job) => job.state === 'SUCCEEDED' || job.state === 'FAILED'
 
 export class Jobs {
@@ -30,6 +33,8 @@ export class Jobs {
   private readonly running = new Set<Promise<void>>()
   /** Store folder → the job writing it. */
   private readonly writing = new Map<string, string>()
+  /** Co-training jobs' abort controllers: a shutdown stops them (every step resumes later). */
+  private readonly aborts = new Set<AbortController>()
 
   constructor(private readonly log: Logger) {
     this.events.setMaxListeners(0)
@@ -52,27 +57,49 @@ export class Jobs {
     if (writer !== undefined) throw ERR_STORE_BUSY(dir, `indexing job ${writer} of this server`)
     const holder = buildLockHolder(dir)
     if (holder !== undefined) throw ERR_STORE_BUSY(dir, holder === process.pid ? 'another writer in this server' : `process ${holder}`)
-    const job: Job = { id: randomUUID(), kind: 'indexing', state: 'QUEUED', progress: 0, message: null, startedAt: null, finishedAt: null }
-    this.jobs.set(job.id, job)
+    const job = this.launch('indexing', `ingesting ${shownAs}`, async (report) => {
+      const built = await buildIndex({
+        store: dir, sources: [{ path: source, ...(format ? { format } : {}) } as never], onError: 'fail', batchSize: 2000, segmentSize: 1000, workers: 1, log: this.log,
+        onProgress: ({ indexed, total }) => report(total > 0 ? indexed / total : null, `indexed ${indexed} of ${total} passages`),
+      })
+      return `${built.passages} passages in ${dir}`
+    }, () => this.writing.delete(dir))
     this.writing.set(dir, job.id)
+    return job
+  }
+
+  /**
+   * Runs a co-training config (`run` is `runCoTraining` bound to the server's configuration) as
+   * a job; one at a time, as it takes every core for hours. Its progress is the run's: the stage,
+   * the share done and a line with examples/s and the ETA.
+   */
+  startCoTraining(configFile: string, shownAs: string, run: CoTrainingRunner): Job {
+    const busy = [...this.jobs.values()].find((j) => j.kind === 'cotraining' && !terminal(j))
+    if (busy) throw ERR_JOB_BUSY('cotraining', busy.id)
+    const controller = new AbortController()
+    this.aborts.add(controller)
+    return this.launch('cotraining', `co-training ${shownAs}`, (report) => run(configFile, (p) => report(p.fraction, p.message), controller.signal), () => this.aborts.delete(controller))
+  }
+
+  /** A job running `work` (which reports its progress and returns the final message). */
+  private launch(kind: string, startMessage: string, work: (report: (progress: number | null, message: string) => void) => Promise<string>, cleanup: () => void): Job {
+    const job: Job = { id: randomUUID(), kind, state: 'QUEUED', progress: 0, message: null, startedAt: null, finishedAt: null }
+    this.jobs.set(job.id, job)
     const run = (async () => {
       await new Promise((r) => setImmediate(r))
-      this.update(job, { state: 'RUNNING', startedAt: new Date().toISOString(), message: `ingesting ${shownAs}` })
+      this.update(job, { state: 'RUNNING', startedAt: new Date().toISOString(), message: startMessage })
       try {
-        const report = await buildIndex({
-          store: dir, sources: [{ path: source, ...(format ? { format } : {}) } as never], onError: 'fail', batchSize: 2000, segmentSize: 1000, workers: 1, log: this.log,
-          onProgress: ({ indexed, total }) => this.update(job, { progress: total > 0 ? indexed / total : null, message: `indexed ${indexed} of ${total} passages` }),
-        })
-        this.update(job, { state: 'SUCCEEDED', progress: 1, finishedAt: new Date().toISOString(), message: `${report.passages} passages in ${dir}` })
+        const message = await work((progress, text) => this.update(job, { progress, message: text }))
+        this.update(job, { state: 'SUCCEEDED', progress: 1, finishedAt: new Date().toISOString(), message })
       } catch (error) {
         const code = (error as { code?: unknown }).code
-        this.log.warn({ job: job.id, err: error }, 'indexing job failed')
+        this.log.warn({ job: job.id, err: error }, `${kind} job failed`)
         this.update(job, {
           state: 'FAILED', finishedAt: new Date().toISOString(),
           message: `failed with ${typeof code === 'string' && code.startsWith('AMBIGQA_ERR_') ? code : 'AMBIGQA_ERR_INTERNAL'}; the server log has the details (job ${job.id})`,
         })
       } finally {
-        this.writing.delete(dir)
+        cleanup()
       }
     })()
     this.running.add(run)
@@ -100,6 +127,7 @@ export class Jobs {
 
   /** Waits for running jobs (graceful shutdown). */
   async drain(): Promise<void> {
+    for (const controller of this.aborts) controller.abort()
     await Promise.allSettled([...this.running])
   }
 }

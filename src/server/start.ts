@@ -11,6 +11,7 @@ import type { Config } from '../core/config.js'
 import { ERR_STORE_CORRUPT } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
 import { openPipeline } from '../pipeline/open-pipeline.js'
+import { runCoTraining } from '../training/cotrain-run.js'
 import { ambigqaServer, type ServerLimits } from './app.js'
 import { checkHealth, standardProbes, type DependencyProbe } from './health.js'
 
@@ -59,7 +60,12 @@ export async function startServer(config: Config, options: StartOptions): Promis
   if (es && passages !== es) probes.splice(1, 0, { name: 'elasticsearch', required: true, check: async () => `${es.name}: ${await es.count()} passages` })
   await app.register(ambigqaServer, {
     pipeline, passages, limits: options.limits, log, dependencies: probes,
-    jobs: { enabled: config.server.jobs, authToken: config.server.authToken, dataRoots: config.server.dataRoots, indexStore: `${config.store}-indexing` },
+    jobs: { enabled: config.server.jobs, authToken: config.server.authToken, dataRoots: config.server.dataRoots, indexStore: `${config.store}-indexing`,
+      // The run's evaluations read this server's configuration (store, retriever, reader settings).
+      coTraining: async (file, onProgress, signal) => {
+        const results = await runCoTraining(file, { config, log, signal, onProgress })
+        return `co-training done: ${results.evals.map((e) => `${e.name} F1 answer ${(100 * e.f1All).toFixed(1)}`).join(', ') || 'no evaluation'}`
+      } },
     host: options.host, allowedHosts: config.server.allowedHosts,
   })
   app.addHook('onClose', async () => {

@@ -95,7 +95,9 @@ def run_steps(
         n_loss += 1
         if step % log_every == 0 or step == stop:
             last = loss_sum / n_loss
-            print(json.dumps({"step": step, "loss": round(last, 4), rate_key: round(seen / (time.time() - t0), 2)}), flush=True)
+            rate = seen / (time.time() - t0)
+            eta = (stop - step) * len(batch) / max(1e-9, rate)
+            print(json.dumps({"step": step, "of": stop, "loss": round(last, 4), rate_key: round(rate, 2), "eta_s": round(eta)}), flush=True)
             loss_sum, n_loss = 0.0, 0
         if step % save_every == 0 or step == stop:
             save_checkpoint(model, tok, opt, step, ckpt)
