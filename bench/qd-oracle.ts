@@ -3,7 +3,7 @@
 // first multipleQAs annotation, from each model side by side; a single-answer question keeps its
 // prompt with its gold answer. Scored with the official metric in full mode (F1 BLEU, F1 EDIT-F1),
 // with the fault rates of each model's best proposal (rewrite-check.ts) over the multi-answer
-// questions: identical to the prompt, a repeated trigram, a word from nowhere, the same as
+// questions: identical to the prompt, a repetition (a word twice in a row or a word pair twice), a word from nowhere, the same as
 // another answer's, half of the prompt's content words gone. Each answer's evidence is the first retrieved passage (top --k) holding it.
 //   npx tsc -p . && node dist/bench/qd-oracle.js --model assets/models/reader@384 --model models/qd@96
 //   [--heldout data/train/qd-heldout.jsonl: the train-side held-out rewrites, where settings are chosen]
@@ -123,13 +123,13 @@ for (const spec of values.model!) {
     const checked = score(predictions)
     const raw = score(proposals)
     const rate = (f: RewriteFault | 'any') => pct((faults.get(f) ?? 0) / total)
-    rows.push(`| ${dir} (${tokens ?? 384} tokens) | ${edits} | ${candidates} | ${pct(raw['F1 edit-f1']!.multi)} / ${pct(raw['F1 bleu4']!.multi)} | ${pct(checked['F1 edit-f1']!.multi)} / ${pct(checked['F1 bleu4']!.multi)} / ${pct(checked['F1 edit-f1']!.all)} | ${pct(rewritten / total)} | ${rate('identical')} | ${rate('repeated-trigram')} | ${rate('unsupported-word')} | ${rate('duplicate')} | ${rate('not-minimal')} | ${rate('any')} | ${seconds.toFixed(0)} |`)
+    rows.push(`| ${dir} (${tokens ?? 384} tokens) | ${edits} | ${candidates} | ${pct(raw['F1 edit-f1']!.multi)} / ${pct(raw['F1 bleu4']!.multi)} | ${pct(checked['F1 edit-f1']!.multi)} / ${pct(checked['F1 bleu4']!.multi)} / ${pct(checked['F1 edit-f1']!.all)} | ${pct(rewritten / total)} | ${rate('identical')} | ${rate('repetition')} | ${rate('unsupported-word')} | ${rate('duplicate')} | ${rate('not-minimal')} | ${rate('any')} | ${seconds.toFixed(0)} |`)
     process.stderr.write(`${rows.at(-1)}\n`)
   }
   await model.close()
 }
 console.log(`oracle QD on ${records.length} ${values.heldout ? 'held-out train-side' : 'eval-300'} questions (${multi.length} multi-answer; ${values.precision})`)
-console.log('| model | edits | candidates | best proposal: EDIT-F1 / BLEU-4 (multi) | returned: EDIT-F1 / BLEU-4 (multi) / EDIT-F1 (all) | rewritten % | identical % | repeated trigram % | word from nowhere % | duplicate % | not minimal % | any fault % | s |')
+console.log('| model | edits | candidates | best proposal: EDIT-F1 / BLEU-4 (multi) | returned: EDIT-F1 / BLEU-4 (multi) / EDIT-F1 (all) | rewritten % | identical % | repetition % | word from nowhere % | duplicate % | not minimal % | any fault % | s |')
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
 for (const row of rows) console.log(row)
 await retriever.close?.()

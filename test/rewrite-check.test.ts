@@ -16,8 +16,8 @@ test('a rewrite that adds words from the evidence, an inflection or a function w
 
 test('each fault the server refuses is named', () => {
   assert.deepEqual(rewriteFaults(prompt, 'when did the harry potter movie come out', supported), ['identical'])
-  assert.deepEqual(rewriteFaults(prompt, 'when did the harry potter in london the harry potter in london come out', supported), ['repeated-trigram'])
-  assert.deepEqual(rewriteFaults(prompt, 'When did the Harry Potter movie movie come out?', supported), ['repeated-trigram'])
+  assert.deepEqual(rewriteFaults(prompt, 'when did the harry potter in london the harry potter in london come out', supported), ['repetition'])
+  assert.deepEqual(rewriteFaults(prompt, 'When did the Harry Potter movie movie come out?', supported), ['repetition'])
   assert.deepEqual(rewriteFaults(prompt, 'When did the Harry Potter movie desdodo come out?', supported), ['unsupported-word'])
   const first = 'When did the Harry Potter movie premiere in London?'
   assert.deepEqual(rewriteFaults(prompt, 'when did the harry potter movie premiere in london', supported, [first]), ['duplicate'])
