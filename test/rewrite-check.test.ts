@@ -22,4 +22,5 @@ test('each fault the server refuses is named', () => {
   const first = 'When did the Harry Potter movie premiere in London?'
   assert.deepEqual(rewriteFaults(prompt, 'when did the harry potter movie premiere in london', supported, [first]), ['duplicate'])
   assert.deepEqual(rewriteFaults(prompt, 'when did the first film premiere in london', supported), ['not-minimal'])
+  assert.deepEqual(rewriteFaults(prompt, 'when did the harry potter movie come out in london on 4 november 2001 the first film premiered', supported), ['not-minimal'])
 })
