@@ -31,6 +31,8 @@ const { values } = parseArgs({
     shared: { type: 'string', default: DEFAULT_SHARED_DATA },
     k: { type: 'string', default: '10' },
     limit: { type: 'string' },
+    // token n-grams decoding may not repeat (the server's QD: 2)
+    'no-repeat': { type: 'string', default: '2' },
     // data/train/qd-heldout.jsonl: score on the train-side held-out rewrites instead of eval-300.
     heldout: { type: 'string' },
   },
@@ -88,7 +90,7 @@ for (const spec of values.model!) {
   const model = await Seq2SeqModel.load(dir, { precision: values.precision as 'int8' | 'fp32' })
   for (const edits of values.edits!.split(',')) for (const candidates of values.candidates!.split(',').map(Number)) {
     const mode = { edits: edits === 'insert' ? 'insert' as const : 'free' as const, evidenceVocabulary: edits === 'vocab' }
-    const qd = new QuestionDisambiguator(model, { maxInputTokens: Number(tokens ?? 384), candidates, ...mode, generation: { noRepeatNgramSize: 3 } })
+    const qd = new QuestionDisambiguator(model, { maxInputTokens: Number(tokens ?? 384), candidates, ...mode, generation: { noRepeatNgramSize: Number(values['no-repeat']) } })
     const started = performance.now()
     const rewrites = new Map<string, Rewrite[]>()
     for (let i = 0; i < multi.length; i += 8) {
