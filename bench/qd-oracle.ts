@@ -9,7 +9,7 @@
 //   [--heldout data/train/qd-heldout.jsonl: the train-side held-out rewrites, where settings are chosen]
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { QuestionDisambiguator, type DisambiguationItem, type Rewrite } from '../reader/question-disambiguator.js'
+import { QuestionDisambiguator, sourceTexts, type DisambiguationItem, type Rewrite } from '../reader/question-disambiguator.js'
 import { rewriteFaults, supportedWords, type RewriteFault } from '../reader/rewrite-check.js'
 import { Seq2SeqModel } from '../reader/seq2seq-model.js'
 import { openRetriever } from '../retriever/open-retriever.js'
@@ -112,7 +112,7 @@ for (const spec of values.model!) {
       const list = rewrites.get(q.record.id)!
       predictions[q.record.id] = list.map((r, j) => ({ question: r.question, answer: q.item!.answers[j]! }))
       proposals[q.record.id] = list.map((r, j) => ({ question: r.proposal || q.record.question, answer: q.item!.answers[j]! }))
-      const supported = supportedWords([q.item.question, ...q.item.answers, ...[...q.item.passages, ...q.item.evidence!.flat()].flatMap((p) => [p.title, p.text])])
+      const supported = supportedWords(sourceTexts(q.item))
       list.forEach((r, j) => {
         total++
         if (r.rewritten) rewritten++

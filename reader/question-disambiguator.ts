@@ -64,9 +64,8 @@ export class QuestionDisambiguator {
 
   /** The word pieces of everything a rewrite may draw on, and EOS. */
   vocabulary(item: DisambiguationItem): TokenConstraint {
-    const texts = [item.question, ...item.answers, ...allPassages(item).flatMap((p) => [p.title, p.text]), FUNCTION_WORDS.join(' ')]
     const allowed = new Set(this.model.config.eosTokenIds)
-    for (const text of texts) for (const id of this.model.tokenizer.encodePlain(text)) allowed.add(id)
+    for (const text of [...sourceTexts(item), FUNCTION_WORDS.join(' ')]) for (const id of this.model.tokenizer.encodePlain(text)) allowed.add(id)
     return () => allowed
   }
 
@@ -80,10 +79,11 @@ export class QuestionDisambiguator {
     const owners: [number, number][] = []
     items.forEach((item, i) => {
       if (item.answers.length < 2) return
+      const vocabulary = this.options.evidenceVocabulary ? this.vocabulary(item) : undefined
       item.answers.forEach((answer, j) => {
         const input = this.input(item.question, answer, item.answers.filter((_, k) => k !== j), passagesFor(item, j))
         if (this.options.edits === 'insert') requests.push({ input, constraint: this.insertions(item.question) })
-        else if (this.options.evidenceVocabulary) requests.push({ input, constraint: this.vocabulary(item) })
+        else if (vocabulary) requests.push({ input, constraint: vocabulary })
         else requests.push({ input })
         owners.push([i, j])
       })
@@ -92,7 +92,8 @@ export class QuestionDisambiguator {
     if (requests.length === 0) return out
     const n = Math.max(1, this.options.candidates)
     const base = { ...this.model.generationDefaults, ...this.options.generation }
-    // Room for the longest prompt and its insertions (the model's default, 20, cut rewrites short).
+    // Room for the longest prompt and maxInserted more tokens (the model's default, 20, cut
+    // rewrites short); longer rewrites are not minimal anyway.
     const longest = Math.max(...items.map((item) => this.model.tokenizer.encodePlain(item.question).length))
     const options = { ...base, numBeams: n, numReturnSequences: n, maxLength: Math.max(base.maxLength, longest + this.options.maxInserted + 2) }
     const hypotheses = await generate(this.model, requests, options, signal ? { signal } : {})
@@ -105,7 +106,7 @@ export class QuestionDisambiguator {
     })
     for (const [i, perAnswer] of proposals) {
       const item = items[i]!
-      const supported = supportedWords([item.question, ...item.answers, ...allPassages(item).flatMap((p) => [p.title, p.text])])
+      const supported = supportedWords(sourceTexts(item))
       const chosen: string[] = []
       perAnswer.forEach((texts, j) => {
         const pick = texts.find((t) => rewriteFaults(item.question, t, supported, chosen).length === 0)
@@ -147,8 +148,9 @@ function passagesFor(item: DisambiguationItem, answer: number): RetrievedPassage
   return [...own, ...item.passages.filter((p) => !ids.has(p.id))]
 }
 
-function allPassages(item: DisambiguationItem): RetrievedPassage[] {
+/** What a rewrite may draw on: the prompt, the answers, and every passage read or cited. */
+export function sourceTexts(item: DisambiguationItem): string[] {
   const seen = new Map<string, RetrievedPassage>()
   for (const p of [...item.passages, ...(item.evidence ?? []).flat()]) seen.set(p.id, p)
-  return [...seen.values()]
+  return [item.question, ...item.answers, ...[...seen.values()].flatMap((p) => [p.title, p.text])]
 }
