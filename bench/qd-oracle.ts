@@ -24,7 +24,7 @@ const { values } = parseArgs({
     // dir@maxInputTokens, repeated: the models compared.
     model: { type: 'string', multiple: true, default: ['assets/models/reader@384', 'assets/models/qd@96'] },
     candidates: { type: 'string', default: '1,4' },
-    // free, insert and/or vocab (free decoding over the evidence's word pieces): DisambiguatorOptions
+    // free and/or vocab (decoding over the evidence's word pieces: DisambiguatorOptions.evidenceVocabulary)
     edits: { type: 'string', default: 'free,vocab' },
     precision: { type: 'string', default: 'int8' },
     store: { type: 'string', default: 'data/eval-300' },
@@ -89,8 +89,7 @@ for (const spec of values.model!) {
   const [dir, tokens] = spec.split('@') as [string, string | undefined]
   const model = await Seq2SeqModel.load(dir, { precision: values.precision as 'int8' | 'fp32' })
   for (const edits of values.edits!.split(',')) for (const candidates of values.candidates!.split(',').map(Number)) {
-    const mode = { edits: edits === 'insert' ? 'insert' as const : 'free' as const, evidenceVocabulary: edits === 'vocab' }
-    const qd = new QuestionDisambiguator(model, { maxInputTokens: Number(tokens ?? 384), candidates, ...mode, generation: { noRepeatNgramSize: Number(values['no-repeat']) } })
+    const qd = new QuestionDisambiguator(model, { maxInputTokens: Number(tokens ?? 384), candidates, evidenceVocabulary: edits === 'vocab', generation: { noRepeatNgramSize: Number(values['no-repeat']) } })
     const started = performance.now()
     const rewrites = new Map<string, Rewrite[]>()
     for (let i = 0; i < multi.length; i += 8) {

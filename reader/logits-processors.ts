@@ -3,9 +3,8 @@
 // works in place on one row of scores for one decoder sequence.
 import type { GenerationOptions } from './generation-options.js'
 
-/** Tokens allowed after `sequence` (the decoder sequence so far), undefined for any, or
- * `{ except }`: any but those (cheaper than listing a whole vocabulary). */
-export type TokenConstraint = (sequence: readonly number[]) => Iterable<number> | { except: readonly number[] } | undefined
+/** Tokens allowed after `sequence` (the decoder sequence so far), or undefined for any. */
+export type TokenConstraint = (sequence: readonly number[]) => Iterable<number> | undefined
 
 export interface ProcessorContext {
   options: GenerationOptions
@@ -40,12 +39,7 @@ export function processScores(scores: Float32Array, sequence: readonly number[],
   if (options.forcedBosTokenId !== undefined && length === 1) forceOnly(scores, options.forcedBosTokenId)
   if (options.forcedEosTokenId !== undefined && length === maxLength - 1) forceOnly(scores, options.forcedEosTokenId)
   const allowed = context.constraint?.(sequence)
-  if (allowed && 'except' in allowed) {
-    const saved = allowed.except.map((token) => scores[token]!)
-    for (const token of allowed.except) scores[token] = -Infinity
-    // As below: when nothing else is left (the forced end at max length), the rules above win.
-    if (!scores.some((score) => score !== -Infinity)) allowed.except.forEach((token, i) => (scores[token] = saved[i]!))
-  } else if (allowed) {
+  if (allowed) {
     const kept = [...allowed].map((token) => [token, scores[token]!] as const)
     // When the rules above already forbid every allowed token (the forced end at max length, in
     // the middle of a word), they win: an all -Infinity row has no distribution.

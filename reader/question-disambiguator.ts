@@ -19,19 +19,14 @@ export interface DisambiguatorOptions {
   generation: Partial<GenerationOptions>
   /** Rewrites proposed per answer (beam width and returned sequences); 1 is greedy. */
   candidates: number
-  /**
-   * 'free': the model writes the whole question. 'insert': decoding keeps every prompt token in
-   * order and may only insert between them (at least one token, at most maxInserted): a small
-   * model that copies badly cannot garble the prompt, and one that copies too well must edit.
-   */
-  edits: 'free' | 'insert'
+  /** Tokens a rewrite may have beyond the prompt's (longer ones are not minimal anyway). */
   maxInserted: number
   /** Decoding may only use the word pieces of the prompt, the answers, the evidence and function
    * words, so that a proposal is not lost to the word-from-nowhere check for one invented word. */
   evidenceVocabulary: boolean
 }
 
-export const defaultDisambiguatorOptions: DisambiguatorOptions = { maxInputTokens: 384, separator: '<SEP>', generation: {}, candidates: 1, edits: 'free', maxInserted: 12, evidenceVocabulary: false }
+export const defaultDisambiguatorOptions: DisambiguatorOptions = { maxInputTokens: 384, separator: '<SEP>', generation: {}, candidates: 1, maxInserted: 12, evidenceVocabulary: false }
 
 export interface DisambiguationItem {
   question: string
@@ -69,10 +64,6 @@ export class QuestionDisambiguator {
     return () => allowed
   }
 
-  insertions(question: string): TokenConstraint {
-    return insertionConstraint(this.model.tokenizer.encodePlain(question), this.model.config.eosTokenIds, this.options.maxInserted)
-  }
-
   /** One rewrite per answer; a single answer keeps the prompt question as it is. */
   async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<Rewrite[][]> {
     const requests: GenerateRequest[] = []
@@ -82,9 +73,7 @@ export class QuestionDisambiguator {
       const vocabulary = this.options.evidenceVocabulary ? this.vocabulary(item) : undefined
       item.answers.forEach((answer, j) => {
         const input = this.input(item.question, answer, item.answers.filter((_, k) => k !== j), passagesFor(item, j))
-        if (this.options.edits === 'insert') requests.push({ input, constraint: this.insertions(item.question) })
-        else if (vocabulary) requests.push({ input, constraint: vocabulary })
-        else requests.push({ input })
+        requests.push(vocabulary ? { input, constraint: vocabulary } : { input })
         owners.push([i, j])
       })
     })
@@ -115,24 +104,6 @@ export class QuestionDisambiguator {
       })
     }
     return out
-  }
-}
-
-/** Insertions only: the decoded tokens so far are aligned greedily with the prompt's; while prompt
- * tokens remain, the next one or (within the budget) any token but EOS; after the last one, EOS
- * once at least one token was inserted. */
-function insertionConstraint(prompt: readonly number[], eos: readonly number[], maxInserted: number): TokenConstraint {
-  return (sequence) => {
-    let at = 0
-    let inserted = 0
-    for (let i = 1; i < sequence.length; i++) {
-      if (at < prompt.length && sequence[i] === prompt[at]) at++
-      else inserted++
-    }
-    const canInsert = inserted < maxInserted
-    if (at < prompt.length) return canInsert ? { except: eos } : [prompt[at]!]
-    if (inserted === 0) return { except: eos }
-    return canInsert ? undefined : eos
   }
 }
 
