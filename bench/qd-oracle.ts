@@ -17,7 +17,7 @@ import { loadConfig } from '../src/core/config.js'
 import { hasAnswer } from '../src/core/has-answer.js'
 import { DEFAULT_SHARED_DATA } from '../src/core/paths.js'
 import { loadEvalRecords } from '../src/eval/eval-ambignq.js'
-import { scoreAmbigNq, type AmbigNqRecord, type PredictedQaPair } from '../src/eval/score-ambignq.js'
+import { isMultiAnswer, scoreAmbigNq, type AmbigNqRecord, type PredictedQaPair } from '../src/eval/score-ambignq.js'
 
 const { values } = parseArgs({
   options: {
@@ -58,8 +58,8 @@ function heldoutRecords(path: string, max?: number): AmbigNqRecord[] {
 const retriever = await openRetriever(loadConfig({ flags: { store: values.store } }))
 
 function goldPairs(record: AmbigNqRecord): { answer: string; aliases: string[] }[] | undefined {
-  const multi = record.annotations.find((a) => a.type === 'multipleQAs')
-  if (record.annotations.some((a) => a.type === 'singleAnswer') || !multi || multi.type !== 'multipleQAs') return undefined
+  const multi = record.annotations[0]
+  if (!isMultiAnswer(record) || multi?.type !== 'multipleQAs') return undefined
   return multi.qaPairs.map((p) => ({ answer: p.answer[0]!, aliases: p.answer }))
 }
 
