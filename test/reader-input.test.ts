@@ -3,16 +3,16 @@
 // the awkward ones included (no title, runs of whitespace, Unicode spaces), and must agree.
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { test } from 'node:test'
 import { qdInput, readerInput } from '../reader/reader-input.js'
+import { TRAINING_PYTHON as PYTHON, trainingEnvironmentProblem } from '../src/training/python-process.js'
 import { prerequisite } from './helpers/prerequisite.js'
 
 const ROOT = resolve(import.meta.dirname, '..', '..')
-const PYTHON = join(ROOT, '.venv-train', 'bin', 'python')
+const venv = trainingEnvironmentProblem()
 const skip = prerequisite(process.env.AMBIGQA_TEST_SKIP_PYTHON === '1' ? 'AMBIGQA_TEST_SKIP_PYTHON=1: the training inputs are written by the Python package'
-  : !existsSync(PYTHON) ? `needs the training venv (${PYTHON}) to render the training inputs: run scripts/train-env` : false)
+  : venv !== undefined ? `${venv}; the training inputs are rendered with it: run scripts/train-env` : false)
 
 const PASSAGES = [
   { title: 'Doctor Who', text: 'The Doctor is played by\n\nJodie  Whittaker\tsince 2017.' },

@@ -2,7 +2,8 @@
 // place that knows where it lives and how it is started, for the CLI (blocking, output shown) and
 // for jobs (asynchronous, each output line handed over). Serving never needs Python.
 import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { existsSync, readFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -13,13 +14,31 @@ export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..
 
 export interface PythonCommand { python: string; args: string[]; env: NodeJS.ProcessEnv }
 
-/** `python -m ambigqa_train.<module> ...args` in the training venv; throws when the venv is missing. */
+/** The training venv's Python. */
+export const TRAINING_PYTHON = join(PROJECT_ROOT, '.venv-train/bin/python')
+
+/**
+ * Why the training venv cannot be used, or undefined when it can. A venv is ready only when
+ * scripts/train-env finished installing the current train/requirements.txt into it (it writes the
+ * requirements' hash last): an install that failed halfway leaves a Python without torch, which
+ * must read as "not installed", not as a broken trainer.
+ */
+export function trainingEnvironmentProblem(): string | undefined {
+  if (!existsSync(TRAINING_PYTHON)) return `the training environment ${TRAINING_PYTHON} is missing`
+  const wanted = createHash('sha256').update(readFileSync(join(PROJECT_ROOT, 'train/requirements.txt'))).digest('hex')
+  let stamp = ''
+  try {
+    stamp = readFileSync(join(PROJECT_ROOT, '.venv-train/.requirements-sha256'), 'utf8').trim()
+  } catch { /* no stamp: the install never finished */ }
+  if (stamp !== wanted) return `the training environment ${join(PROJECT_ROOT, '.venv-train')} is not installed for the current train/requirements.txt (an install that did not finish, or older requirements)`
+  return undefined
+}
+
+/** `python -m ambigqa_train.<module> ...args` in the training venv; throws when the venv is not ready. */
 export function pythonCommand(module: string, args: string[], extraEnv: Record<string, string> = {}): PythonCommand {
-  const python = join(PROJECT_ROOT, '.venv-train/bin/python')
-  if (!existsSync(python)) {
-    throw ERR_USAGE(`the training environment ${python} is missing`, 'Run scripts/train-env first (Python 3.11; about 5 GB installed, once)')
-  }
-  return { python, args: ['-m', `ambigqa_train.${module}`, ...args], env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, 'train'), HF_HUB_OFFLINE: '1', ...extraEnv } }
+  const problem = trainingEnvironmentProblem()
+  if (problem !== undefined) throw ERR_USAGE(problem, 'Run scripts/train-env (Python 3.11; about 5 GB installed, once)')
+  return { python: TRAINING_PYTHON, args: ['-m', `ambigqa_train.${module}`, ...args], env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, 'train'), HF_HUB_OFFLINE: '1', ...extraEnv } }
 }
 
 /**

@@ -9,10 +9,10 @@ import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { TRAINING_PYTHON as PYTHON, trainingEnvironmentProblem } from '../../src/training/python-process.js'
 import { prerequisite } from './prerequisite.js'
 
 const ROOT = resolve(import.meta.dirname, '..', '..', '..')
-const PYTHON = join(ROOT, '.venv-train', 'bin', 'python')
 const SOURCES = join(ROOT, 'train', 'ambigqa_train')
 const FIXTURES = join(ROOT, 'train', 'tests')
 const FIXTURE_SCRIPTS = ['fixture.py', 'extractive_fixture.py']
@@ -31,8 +31,9 @@ export const readerFixture = (): Fixture => pythonFixture('fixture', 'reader-fix
 export const extractiveFixture = (): Fixture => pythonFixture('extractive_fixture', 'extractive-fixture')
 
 function pythonFixture(module: string, name: string): Fixture {
+  const venv = trainingEnvironmentProblem()
   const missing = process.env.AMBIGQA_TEST_SKIP_PYTHON === '1' ? `AMBIGQA_TEST_SKIP_PYTHON=1: the ${name} is made by the Python training package`
-    : !existsSync(PYTHON) ? `needs the training venv (${PYTHON}) to make the ${name}: run scripts/train-env` : false
+    : venv !== undefined ? `${venv}; the ${name} is made with it: run scripts/train-env` : false
   const skip = prerequisite(missing)
   if (skip !== false) return { dir: undefined, skip }
   const dir = join(ROOT, '.cache', `${name}-${version()}`)
