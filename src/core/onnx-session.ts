@@ -31,7 +31,7 @@ export async function createSession(path: string, options: SessionOptions): Prom
     } catch (error) {
       failedDevices.add('cuda')
       const logger = options.logger ?? silentLogger
-      logger.warn({ err: (error as Error).message }, 'device cuda is not usable here; running the reader on the CPU. On a CUDA 12 machine, reinstall onnxruntime-node without ONNXRUNTIME_NODE_INSTALL=skip so it fetches the CUDA libraries; otherwise set reader.device to cpu')
+      logger.warn({ err: (error as Error).message }, 'device cuda is not usable here; running the model on the CPU. On a CUDA 12 machine, reinstall onnxruntime-node without ONNXRUNTIME_NODE_INSTALL=skip so it fetches the CUDA libraries; otherwise set reader.device (or reranker.device) to cpu')
     }
   }
   return ort.InferenceSession.create(path, { ...base, executionProviders: ['cpu'] })

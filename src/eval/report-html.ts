@@ -148,7 +148,7 @@ function metricsTable(m: EvalMetrics): string {
 }
 
 function timingTable(m: EvalMetrics): string {
-  const stages = [['total', 'total'], ['retrieval', 'retrieval'], ['rerank', 'rerank'], ['read', 'reading (SpanSeqGen)'], ['disambiguate', 'question disambiguation']] as const
+  const stages = [['total', 'total'], ['retrieval', 'retrieval'], ['rerank', 'rerank'], ['read', 'reading'], ['disambiguate', 'question disambiguation']] as const
   const rows = stages
     .filter(([key]) => m.timings[key].n > 0)
     .map(([key, name]) => `<tr><th>${escapeHtml(name)}</th><td>${ms(m.timings[key].p50Ms)}</td><td>${ms(m.timings[key].p99Ms)}</td><td>${ms(m.timings[key].meanMs)}</td></tr>`)

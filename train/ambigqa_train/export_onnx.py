@@ -100,12 +100,13 @@ def export_extractive(ckpt: Path, out: Path, int8: bool = True) -> None:
         input_names=list(EXTRACTIVE_INPUTS), output_names=list(EXTRACTIVE_OUTPUTS), opset_version=17,
         dynamic_axes={**{k: axes for k in EXTRACTIVE_INPUTS}, "start_logits": axes, "end_logits": axes, "relevance_logits": {0: "batch"}},
     )
+    if int8:
+        quantize_file(out / "model.onnx", out / f"model{QUANTIZED}.onnx")
+    _save_tokenizer(tok, out)
+    # config.json last: a folder that has it holds a whole model, even if an export was killed.
     config = model.config.to_dict()
     config["architectures"] = ["ExtractiveReader"]
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    _save_tokenizer(tok, out)
-    if int8:
-        quantize_file(out / "model.onnx", out / f"model{QUANTIZED}.onnx")
 
 
 def extractive_parity(ckpt: Path, out: Path, pairs: list[tuple[str, str]], name: str = "model.onnx") -> float:

@@ -5,7 +5,8 @@ squared error onto the u-SNLI label), judged by Pearson r and MSE rather than by
 
 `python -m ambigqa_train.unli_regression --config train/configs/unli-e5.json --seed 0`
 Config keys: out, data_dir, train_split, test_split, encoder, max_len, batch_size, lr, warmup,
-epochs, limit (optional, rows of each split, for tests).
+epochs; optional: limit (rows of each split, for tests), save_every (steps between checkpoints),
+stop_at (end early; the next run resumes). A killed run resumes with the same command.
 
 The encoder is recovered from its fp32 ONNX graph (onnx_weights), mean-pooled as e5 is trained to
 be, with a fresh linear head; one thread, so that it shares the machine.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import random
 import time
 from pathlib import Path
@@ -78,44 +80,80 @@ def scores(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     return {"pearson": float(pearsonr(pred, gold)[0]), "spearman": float(spearmanr(pred, gold)[0]), "mse": float(np.mean((pred - gold) ** 2))}
 
 
-def train(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
+def train(cfg: dict[str, Any], seed: int, encoder: tuple[BertModel, PreTrainedTokenizerFast] | None = None) -> dict[str, Any] | None:
+    """Fine-tunes and scores on the test split; None when `stop_at` ended the run early.
+
+    Resumable: every `save_every` steps (and at `stop_at`) the model, optimizer, step and torch's
+    random state go to checkpoint.pt atomically; a new run with the same config and seed goes on
+    from there along the same batch order and dropout, so it ends as an uninterrupted run would.
+    `encoder` replaces the ONNX-recovered one (tests use a tiny model)."""
     torch.set_num_threads(int(cfg.get("threads", 1)))
     random.seed(seed)
     torch.manual_seed(seed)
     data_dir = Path(cfg["data_dir"])
     rows = read_unli(data_dir / f"{cfg['train_split']}.csv", cfg.get("limit"))
     test = read_unli(data_dir / f"{cfg['test_split']}.csv", cfg.get("limit"))
-    bert, tok = recover_bert(cfg["encoder"])
+    bert, tok = encoder if encoder is not None else recover_bert(cfg["encoder"])
     model = Regressor(bert)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
     size, epochs = cfg["batch_size"], cfg["epochs"]
-    total = epochs * max(1, len(rows) // size)
-    step, t0 = 0, time.time()
-    for epoch in range(epochs):
+    per_epoch = max(1, len(rows) // size)
+    total = epochs * per_epoch
+    stop, save_every = min(total, int(cfg.get("stop_at", total))), int(cfg.get("save_every", 100))
+    out = Path(cfg["out"]) / f"seed-{seed}"
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt = out / "checkpoint.pt"
+    step = 0
+    # The trained-for config is kept with the checkpoint: another config starts afresh.
+    run_key = {k: v for k, v in cfg.items() if k not in ("stop_at", "save_every", "log_every", "threads")}
+    if ckpt.exists():
+        state = torch.load(ckpt, weights_only=False)
+        if state["config"] == run_key:
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+            torch.set_rng_state(state["rng"])
+            step = state["step"]
+            print(json.dumps({"resumed_at_step": step, "of": total}), flush=True)
+        else:
+            print(json.dumps({"restarted": "the checkpoint was made with another config"}), flush=True)
+    t0, start = time.time(), step
+    while step < stop:
+        epoch, i = divmod(step, per_epoch)
         model.train()
         order = list(range(len(rows)))
         random.Random(seed * 1_000_003 + epoch).shuffle(order)
-        for i in range(0, len(order) - size + 1, size):
-            for g in opt.param_groups:
-                g["lr"] = lr_at(step, cfg["lr"], cfg.get("warmup", 0), total)
-            batch = [rows[j] for j in order[i : i + size]]
-            pred = torch.sigmoid(model(**encode(tok, batch, cfg["max_len"])))
-            loss = nn.functional.mse_loss(pred, torch.tensor([r["unli"] for r in batch]))
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            step += 1
-            if step % cfg.get("log_every", 50) == 0:
-                print(json.dumps({"epoch": epoch, "step": step, "loss": round(loss.item(), 4), "seconds": round(time.time() - t0)}), flush=True)
-    train_seconds = time.time() - t0
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, cfg["lr"], cfg.get("warmup", 0), total)
+        batch = [rows[j] for j in order[i * size : (i + 1) * size]]
+        pred = torch.sigmoid(model(**encode(tok, batch, cfg["max_len"])))
+        loss = nn.functional.mse_loss(pred, torch.tensor([r["unli"] for r in batch]))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        step += 1
+        if step % cfg.get("log_every", 50) == 0:
+            rate = (step - start) * size / (time.time() - t0)
+            print(json.dumps({"epoch": epoch, "step": step, "of": total, "loss": round(loss.item(), 4), "examples_per_s": round(rate, 2),
+                              "eta_s": round((total - step) * size / max(1e-9, rate))}), flush=True)
+        if step % save_every == 0 or step == stop:
+            tmp = ckpt.with_name(ckpt.name + ".tmp")
+            torch.save({"config": run_key, "step": step, "model": model.state_dict(), "optimizer": opt.state_dict(), "rng": torch.get_rng_state()}, tmp)
+            os.replace(tmp, ckpt)
+    if step < total:
+        return None
     pred = predict(model, tok, test, cfg["max_len"])
-    result = {"train_rows": len(rows), "test_rows": len(test), "steps": step, "train_seconds": round(train_seconds),
+    result = {"train_rows": len(rows), "test_rows": len(test), "steps": step, "train_seconds": round(time.time() - t0),
               "test": scores(pred, np.array([r["unli"] for r in test])), "seed": seed}
-    out = Path(cfg["out"]) / f"seed-{seed}"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "metrics.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out / "metrics.json", result)
     return result
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Written beside and renamed, so a kill never leaves half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=2) + "\n")
+    os.replace(tmp, path)
 
 
 def embed(name: str, texts: list[str], threads: int) -> np.ndarray:
@@ -177,7 +215,7 @@ def frozen(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
               "seconds": round(time.time() - t0), "test": scores(model.predict_proba(xt)[:, 1], np.array([r["unli"] for r in test])), "seed": seed}
     out = Path(cfg["out"]) / f"frozen-seed-{seed}"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "metrics.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out / "metrics.json", result)
     return result
 
 
@@ -188,7 +226,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--frozen", action="store_true", help="frozen encoder + logistic regression (minutes), not fine-tuning")
     a = ap.parse_args(argv)
     cfg = load_config(a.config)
-    print(json.dumps(frozen(cfg, a.seed) if a.frozen else train(cfg, a.seed)))
+    result = frozen(cfg, a.seed) if a.frozen else train(cfg, a.seed)
+    print(json.dumps(result if result is not None else {"stopped_at": cfg.get("stop_at"), "resume": "run the same command without stop_at"}))
 
 
 if __name__ == "__main__":
