@@ -21,16 +21,17 @@ export const TRAINING_PYTHON = join(PROJECT_ROOT, '.venv-train/bin/python')
  * Why the training venv cannot be used, or undefined when it can. A venv is ready only when
  * scripts/train-env finished installing the current train/requirements.txt into it (it writes the
  * requirements' hash last): an install that failed halfway leaves a Python without torch, which
- * must read as "not installed", not as a broken trainer.
+ * must read as "not installed", not as a broken trainer. `root`: the project (tests give another).
  */
-export function trainingEnvironmentProblem(): string | undefined {
-  if (!existsSync(TRAINING_PYTHON)) return `the training environment ${TRAINING_PYTHON} is missing`
-  const wanted = createHash('sha256').update(readFileSync(join(PROJECT_ROOT, 'train/requirements.txt'))).digest('hex')
+export function trainingEnvironmentProblem(root = PROJECT_ROOT): string | undefined {
+  const venv = join(root, '.venv-train')
+  if (!existsSync(join(venv, 'bin/python'))) return `the training environment ${venv} is missing`
+  const wanted = createHash('sha256').update(readFileSync(join(root, 'train/requirements.txt'))).digest('hex')
   let stamp = ''
   try {
-    stamp = readFileSync(join(PROJECT_ROOT, '.venv-train/.requirements-sha256'), 'utf8').trim()
+    stamp = readFileSync(join(venv, '.requirements-sha256'), 'utf8').trim()
   } catch { /* no stamp: the install never finished */ }
-  if (stamp !== wanted) return `the training environment ${join(PROJECT_ROOT, '.venv-train')} is not installed for the current train/requirements.txt (an install that did not finish, or older requirements)`
+  if (stamp !== wanted) return `the training environment ${venv} is not installed for the current train/requirements.txt (an install that did not finish, or older requirements)`
   return undefined
 }
 
