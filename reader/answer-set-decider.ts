@@ -3,8 +3,10 @@
 // probability becomes a calibrated probability of being correct (a logistic calibrator over the
 // reader's own scores: probability, share of the best, rank, evidence), answers under
 // minConfidence are dropped, and P(the question has more than one answer) comes from a
-// question-only model over the question's sentence embedding plus what reading found (set size,
-// the scores, distinct titles). A question judged unambiguous keeps its best answer alone.
+// question-only model over the question's sentence embedding, plus what reading found (set size,
+// the scores, distinct titles) when the fit gives those weight: the shipped fit uses the question
+// alone, as its tuning split has no single-answer question. A question judged unambiguous keeps
+// its best answer alone.
 // The models are a few numbers in calibration.json, fit by `ambigqa_train.fit_calibration` on the
 // tuning split (train/splits/reader-tune.txt), never on eval-300.
 import { existsSync, readFileSync } from 'node:fs'
