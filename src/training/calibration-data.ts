@@ -7,7 +7,7 @@
 // - ambiguity-questions.jsonl: questions with a single/multi label and their embedding for the
 //   question-only model: AmbigNQ train outside the tuning split (fit), AmbigNQ dev (measured;
 //   `eval300` marks eval-300's), and AmbiEnt premise + hypothesis (measured: does it transfer?).
-import { createWriteStream, readFileSync, renameSync } from 'node:fs'
+import { createWriteStream, mkdirSync, readFileSync, renameSync } from 'node:fs'
 import { once } from 'node:events'
 import { join } from 'node:path'
 import { answerFeatures, readingFeatures } from '../../reader/answer-set-decider.js'
@@ -68,6 +68,8 @@ export async function writeCalibrationData(o: CalibrationDataOptions): Promise<{
   const tune = train.filter((r) => tuneIds.has(r.id))
   const reader = o.pipeline.stages.reader!
   const reranker = o.pipeline.stages.reranker ?? passThroughReranker
+  // A fresh checkout has no data/train yet (data build makes it, and is not needed for this).
+  mkdirSync(o.out, { recursive: true })
   const tuneOut = new JsonLines(join(o.out, 'calibration-tune.jsonl'))
   const tuneEmbeddings = await embedAll(o.encoder, tune.map((r) => r.question))
   for (const [i, record] of tune.entries()) {
