@@ -23,4 +23,10 @@ test('each fault the server refuses is named', () => {
   assert.deepEqual(rewriteFaults(prompt, 'when did the harry potter movie premiere in london', supported, [first]), ['duplicate'])
   assert.deepEqual(rewriteFaults(prompt, 'when did the first film premiere in london', supported), ['not-minimal'])
   assert.deepEqual(rewriteFaults(prompt, 'when did the harry potter movie come out in london on 4 november 2001 the first film premiered', supported), ['not-minimal'])
+  // A number of the prompt gone asks another question, though most words stay.
+  const series = 'Who played in the world series in 1989?'
+  const seriesWords = supportedWords([series, 'Oakland Athletics', 'The 1989 World Series was played by the Oakland Athletics.'])
+  assert.deepEqual(rewriteFaults(series, 'who played in the world series?', seriesWords), ['not-minimal'])
+  assert.deepEqual(rewriteFaults(series, 'who won the 1989 world series?', seriesWords), ['unsupported-word'])
+  assert.deepEqual(rewriteFaults(series, 'who played in the 1989 world series for oakland?', seriesWords), [])
 })
