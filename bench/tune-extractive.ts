@@ -1,6 +1,6 @@
 // bench/tune-extractive: chooses the extractive reader's serving settings — passages read (k),
 // the retriever's rank as a prior on the passage score (rankPrior), the answer-set margin
-// (keep), the floor under which nothing is answered (minProbability) and maxAnswers — on a tuning split that is not eval-300 (train/splits/reader-tune.txt: qa-feedback's
+// (keep), the floor under which nothing is answered (minProbability), maxAnswers and dropContaining — on a tuning split that is not eval-300 (train/splits/reader-tune.txt: qa-feedback's
 // AmbigNQ train questions, which the reader never trains on), by the official F1 answer. Each
 // question's top passages are retrieved and read once; every setting is scored from those logits
 // (a passage's logits do not depend on the other passages). The floor is the highest within
@@ -31,6 +31,8 @@ const { values } = parseArgs({
     'max-answers': { type: 'string', default: '1,2,3,5' },
     // The retriever's order as a prior on the passage score (reader.rankPrior).
     priors: { type: 'string', default: '0,0.5,1,2,4' },
+    // reader.dropContaining: 0 keeps an answer that holds a better one's words and more, 1 drops it.
+    'drop-containing': { type: 'string', default: '0,1' },
     tolerance: { type: 'string', default: '0.3' },
     // Only the first n questions of each set (a quick check of the bench itself).
     limit: { type: 'string' },
@@ -39,7 +41,8 @@ const { values } = parseArgs({
 const list = (s: string) => s.split(',').map(Number)
 const ks = list(values.ks!)
 const tolerance = Number(values.tolerance)
-const grid = list(values.priors!).flatMap((rankPrior) => list(values.keeps!).flatMap((keep) => list(values.floors!).flatMap((minProbability) => list(values['max-answers']!).map((maxAnswers) => ({ rankPrior, keep, minProbability, maxAnswers })))))
+const grid = list(values.priors!).flatMap((rankPrior) => list(values.keeps!).flatMap((keep) => list(values.floors!).flatMap((minProbability) => list(values['max-answers']!).flatMap((maxAnswers) =>
+  list(values['drop-containing']!).map((drop) => ({ rankPrior, keep, minProbability, maxAnswers, dropContaining: drop === 1 }))))))
 type Setting = (typeof grid)[number]
 
 const config = loadConfig({ flags: { store: values.store } })
@@ -106,7 +109,7 @@ function selection(questions: Question[], k: number, rankPrior: number): { selec
   return { selected: (100 * selected) / questions.length, recall: (100 * recall) / questions.length }
 }
 
-const fmt = (s: Setting) => `prior ${s.rankPrior}, keep ${s.keep}, floor ${s.minProbability}, max ${s.maxAnswers}`
+const fmt = (s: Setting) => `prior ${s.rankPrior}, keep ${s.keep}, floor ${s.minProbability}, max ${s.maxAnswers}${s.dropContaining ? ', drop containing' : ''}`
 const limit = values.limit === undefined ? undefined : Number(values.limit)
 const tune = await prepare('tune', loadEvalRecords(`${values.shared}/ambignq/train_light.json`, values['tune-ids'], limit))
 const evalSet = await prepare('eval-300', loadEvalRecords(`${values.shared}/ambignq/dev_light.json`, `${values.shared}/splits/eval-300.txt`, limit))
@@ -130,6 +133,13 @@ for (const k of ks) {
 }
 const e = score(evalSet, chosen!.k, chosen!.s)
 console.log(`\nchosen on the tuning split: read ${chosen!.k}, ${fmt(chosen!.s)} (tune F1 ${chosen!.all.toFixed(1)}); eval-300 F1 answer ${e.all.toFixed(1)} all / ${e.multi.toFixed(1)} multi, ${e.empty} of ${evalSet.length} questions answered with nothing`)
+// The chosen setting with and without dropContaining, side by side.
+console.log('\n| dropContaining | tune F1 all / multi | eval-300 F1 all / multi |\n|---|---|---|')
+for (const dropContaining of [false, true]) {
+  const t = score(tune, chosen!.k, { ...chosen!.s, dropContaining })
+  const v = score(evalSet, chosen!.k, { ...chosen!.s, dropContaining })
+  console.log(`| ${dropContaining} | ${t.all.toFixed(1)} / ${t.multi.toFixed(1)} | ${v.all.toFixed(1)} / ${v.multi.toFixed(1)} |`)
+}
 // What declining costs: the chosen setting at every floor tried, and how many questions it leaves unanswered.
 console.log('\n| floor (minProbability) | tune F1 all | tune unanswered | eval-300 F1 all / multi | eval-300 unanswered |\n|---|---|---|---|---|')
 for (const minProbability of list(values.floors!)) {

@@ -39,10 +39,15 @@ export interface ExtractiveOptions {
    * -rankPrior * ln(r) added to its selection logit (0: the model's selection alone, as DPR).
    */
   rankPrior: number
+  /**
+   * Drop an answer that holds a better one's words and more ("American League (AL) champion
+   * Oakland Athletics" after "Oakland Athletics"): the same answer with its context.
+   */
+  dropContaining: boolean
 }
 
 export const defaultExtractiveOptions: ExtractiveOptions = {
-  maxInputTokens: 256, maxQuestionTokens: 64, maxAnswerTokens: 10, batchSize: 16, keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 0,
+  maxInputTokens: 256, maxQuestionTokens: 64, maxAnswerTokens: 10, batchSize: 16, keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 0, dropContaining: false,
 }
 
 /** A span of one passage: where it lies in the passage's input text and its log score. */
@@ -199,7 +204,8 @@ export class ExtractiveReader {
    * Spans merged by normalised text (probabilities summed over passages), best first, a span cut
    * across a bracket or a quotation mark left out; those under
    * `keep` of the best dropped, and an answer whose words lie inside a better one's (the same
-   * answer cut short); nothing when the best is under `minProbability`.
+   * answer cut short), or with `dropContaining` one that holds a better one's words and more;
+   * nothing when the best is under `minProbability`.
    */
   answerSet(item: ReadingQuestion, spans: readonly ScoredSpan[]): PredictedAnswer[] {
     const merged = new Map<string, { text: string; probability: number; passages: Set<number> }>()
@@ -222,6 +228,7 @@ export class ExtractiveReader {
       if (kept.length >= this.options.maxAnswers || answer.probability < this.options.keep * best) break
       const words = normalizeAnswer(answer.text).split(' ')
       if (kept.some((k) => k.words.length > words.length && containsTokens(k.words, words))) continue
+      if (this.options.dropContaining && kept.some((k) => k.words.length < words.length && containsTokens(words, k.words))) continue
       kept.push({ ...answer, words })
     }
     return kept.map((a) => {

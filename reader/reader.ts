@@ -33,6 +33,7 @@ export interface ReaderSettings {
   minProbability: number
   maxAnswers: number
   rankPrior: number
+  dropContaining: boolean
 }
 
 export class Reader {
@@ -53,7 +54,7 @@ export class Reader {
       // decoding repeats no token pair (on the held-out rewrites: EDIT-F1 6.2 against 5.3 with 3).
       const disambiguator = new QuestionDisambiguator(questionModel, { maxInputTokens: settings.qdMaxInputTokens, candidates: settings.qdCandidates, evidenceVocabulary: settings.qdEvidenceVocabulary, generation: { noRepeatNgramSize: 2, ...generation } })
       if (settings.kind === 'extractive') {
-        const options = { keep: settings.keep, minProbability: settings.minProbability, maxAnswers: settings.maxAnswers, rankPrior: settings.rankPrior }
+        const options = { keep: settings.keep, minProbability: settings.minProbability, maxAnswers: settings.maxAnswers, rankPrior: settings.rankPrior, dropContaining: settings.dropContaining }
         // A committee folder (committee.json) is the co-trained ensemble: its members vote with their spans.
         const extractive = isCommittee(settings.extractive)
           ? await ExtractiveCommittee.load(settings.extractive, device, options)

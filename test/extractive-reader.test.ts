@@ -74,6 +74,22 @@ test('answer set: spans merged by normalised text, kept within `keep` of the bes
   assert.deepEqual(answers[1]!.evidence.map((p) => p.id), ['b'])
 })
 
+test('answer set: with dropContaining, an answer holding a better one\'s words and more is dropped', { skip: fixture.skip }, () => {
+  const item = { question: 'q', passages: [{ id: 'a', title: 'A', text: 'the American League (AL) champion Oakland Athletics and the Giants', score: 1 }] }
+  const span = (text: string, p: number): ScoredSpan => ({ passage: 0, start: 0, end: 0, text, score: Math.log(p) })
+  const spans = [span('Oakland Athletics', 0.4), span('American League (AL) champion Oakland Athletics', 0.3), span('Giants', 0.2)]
+  assert.deepEqual(reader.answerSet(item, spans).map((a) => a.answer), ['Oakland Athletics', 'American League (AL) champion Oakland Athletics', 'Giants'])
+  const saved = reader.options.dropContaining
+  reader.options.dropContaining = true
+  try {
+    assert.deepEqual(reader.answerSet(item, spans).map((a) => a.answer), ['Oakland Athletics', 'Giants'])
+    // Only a better answer's words count: a longer answer ranked first keeps the shorter one out (cut short) as before.
+    assert.deepEqual(reader.answerSet(item, [span('American League (AL) champion Oakland Athletics', 0.4), span('Oakland Athletics', 0.3)]).map((a) => a.answer), ['American League (AL) champion Oakland Athletics'])
+  } finally {
+    reader.options.dropContaining = saved
+  }
+})
+
 test('answer set: a span cut across a bracket or a quotation mark is never an answer', { skip: fixture.skip }, () => {
   const item = { question: 'q', passages: [{ id: 'a', title: 'A', text: 'Bob Brown (aka Captain Rock) sang "Baker Street" first', score: 1 }] }
   const span = (text: string, p: number): ScoredSpan => ({ passage: 0, start: 0, end: 0, text, score: Math.log(p) })
