@@ -6,13 +6,12 @@ import { spawnSync } from 'node:child_process'
 import { join, resolve } from 'node:path'
 import { test } from 'node:test'
 import { qdInput, readerInput } from '../reader/reader-input.js'
-import { TRAINING_PYTHON as PYTHON, trainingEnvironmentProblem } from '../src/training/python-process.js'
+import { TRAINING_PYTHON as PYTHON } from '../src/training/python-process.js'
 import { prerequisite } from './helpers/prerequisite.js'
+import { pythonMissing } from './helpers/reader-fixture.js'
 
 const ROOT = resolve(import.meta.dirname, '..', '..')
-const venv = trainingEnvironmentProblem()
-const skip = prerequisite(process.env.AMBIGQA_TEST_SKIP_PYTHON === '1' ? 'AMBIGQA_TEST_SKIP_PYTHON=1: the training inputs are written by the Python package'
-  : venv !== undefined ? `${venv}; the training inputs are rendered with it: run scripts/train-env` : false)
+const skip = prerequisite(pythonMissing('rendering the training inputs'))
 
 const PASSAGES = [
   { title: 'Doctor Who', text: 'The Doctor is played by\n\nJodie  Whittaker\tsince 2017.' },

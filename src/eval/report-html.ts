@@ -262,17 +262,7 @@ export function renderReport(input: ReportInput): string {
     .slice(0, worstCount)
   const run = metrics.run
   const cfg = metrics.config
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>AmbigNQ evaluation: ${escapeHtml(basename(input.dataPath))}, ${records.length} questions</title>
-<style>${CSS}</style>
-</head>
-<body>
-<h1>AmbigNQ evaluation</h1>
+  return htmlPage(`AmbigNQ evaluation: ${escapeHtml(basename(input.dataPath))}, ${records.length} questions`, `<h1>AmbigNQ evaluation</h1>
 <p class="sub">${escapeHtml(basename(input.dataPath))} · ${records.length} questions (${metrics.n_multi} multi) · retriever ${escapeHtml(cfg.retriever)}, reranker ${escapeHtml(typeof cfg.reranker === 'object' && cfg.reranker !== null ? basename(String((cfg.reranker as { model: unknown }).model)) : 'none')}, retrieve ${escapeHtml(cfg.retrieve)}, read ${escapeHtml(cfg.read)} · ${run.answeredNow} answered in this run${run.resumed > 0 ? `, ${run.resumed} resumed` : ''} · ${escapeHtml(new Date().toISOString().slice(0, 19).replace('T', ' '))} UTC</p>
 
 <h2>Metrics</h2>
@@ -296,7 +286,22 @@ ${breakdownTable(breakdown)}
 ${worst.map((w, i) => exampleHtml(i + 1, w.rec, w.f1, done.get(w.rec.id), passages)).join('\n')}
 
 <h2>Configuration</h2>
-<pre>${escapeHtml(JSON.stringify(cfg, null, 2))}</pre>
+<pre>${escapeHtml(JSON.stringify(cfg, null, 2))}</pre>`)
+}
+
+/** One self-contained page (the project's reports): the stylesheet inline, and a Content-Security-Policy that forbids scripts. `title` is HTML, escaped by the caller. */
+export function htmlPage(title: string, body: string): string {
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title>
+<style>${CSS}</style>
+</head>
+<body>
+${body}
 </body>
 </html>
 `

@@ -2,7 +2,7 @@
 // made multi-answer, single-answer or left waiting, and how strongly it agreed (the top vote
 // for an extra answer of each example); eval-300 F1 answer of one member and of each committee.
 // One self-contained page (inline SVG, no script), drawn with the evaluation report's charts.
-import { barChart, CSS, escapeHtml, niceMax, type Bar } from '../eval/report-html.js'
+import { barChart, escapeHtml, htmlPage, niceMax, type Bar } from '../eval/report-html.js'
 
 export interface SilverSummary {
   iteration: number
@@ -50,16 +50,7 @@ function evalChart(evals: readonly EvalResult[]): string {
 export function renderCoTrainingReport(r: CoTrainingResults): string {
   const rows = r.evals.map((e) => `<tr><td>${escapeHtml(e.name)}</td><td>${pct(e.f1All)}</td><td>${pct(e.f1Multi)}</td><td>${e.n}</td><td>${e.seconds.toFixed(0)}</td></tr>`).join('\n')
   const silverRows = r.silver.map((s) => `<tr><td>${s.iteration}</td><td>${s.multi}</td><td>${s.single}</td><td>${s.wait}</td><td>${s.abstentions}</td></tr>`).join('\n')
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<title>Co-training report</title>
-<style>${CSS}</style>
-</head>
-<body>
-<h1>Democratic co-training</h1>
+  return htmlPage('Co-training report', `<h1>Democratic co-training</h1>
 <p>${escapeHtml(r.config)}: a committee of ${r.committee} extractive readers (${r.steps} steps each), ${r.iterations} iteration${r.iterations === 1 ? '' : 's'}, ${r.partial} single-answer examples; committee 1 is the plain ensemble (the multi-answer set only), committee ${r.iterations + 1} the co-trained one. The committee votes with its spans: an extra answer is one a member's answer set holds beside the known answer; ${Math.floor(r.committee / 2) + 1} of ${r.committee} votes (more than half) make the example multi-answer.</p>
 <h2>Silver set</h2>
 ${silverChart(r.silver)}
@@ -70,8 +61,5 @@ ${r.silver.map((s) => voteChart(s, r.committee)).join('\n')}
 <h2>Evaluation</h2>
 ${r.evals.length > 0 ? evalChart(r.evals) : '<p>No evaluation configured.</p>'}
 <table><tr><th>reader</th><th>F1 answer all</th><th>F1 answer multi</th><th>questions</th><th>seconds</th></tr>
-${rows}</table>
-</body>
-</html>
-`
+${rows}</table>`)
 }

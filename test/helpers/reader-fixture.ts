@@ -30,11 +30,15 @@ function version(): string {
 export const readerFixture = (): Fixture => pythonFixture('fixture', 'reader-fixture')
 export const extractiveFixture = (): Fixture => pythonFixture('extractive_fixture', 'extractive-fixture')
 
-function pythonFixture(module: string, name: string): Fixture {
+/** Why the Python training package cannot do `what` here (false when it can): switched off, or no ready venv. */
+export function pythonMissing(what: string): string | false {
+  if (process.env.AMBIGQA_TEST_SKIP_PYTHON === '1') return `AMBIGQA_TEST_SKIP_PYTHON=1: ${what} needs the Python training package`
   const venv = trainingEnvironmentProblem()
-  const missing = process.env.AMBIGQA_TEST_SKIP_PYTHON === '1' ? `AMBIGQA_TEST_SKIP_PYTHON=1: the ${name} is made by the Python training package`
-    : venv !== undefined ? `${venv}; the ${name} is made with it: run scripts/train-env` : false
-  const skip = prerequisite(missing)
+  return venv === undefined ? false : `${venv}; ${what} needs it: run scripts/train-env`
+}
+
+function pythonFixture(module: string, name: string): Fixture {
+  const skip = prerequisite(pythonMissing(`making the ${name}`))
   if (skip !== false) return { dir: undefined, skip }
   const dir = join(ROOT, '.cache', `${name}-${version()}`)
   if (existsSync(join(dir, 'reference.json'))) return { dir, skip: false }

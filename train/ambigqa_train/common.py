@@ -1,7 +1,8 @@
-"""Shared training helpers: threads, seeds, configs, JSONL."""
+"""Shared training helpers: threads, seeds, configs, JSONL, atomic writes."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import time
@@ -114,3 +115,10 @@ def save_checkpoint(model: Any, tok: Any, opt: torch.optim.Optimizer, step: int,
     if ckpt.exists():
         shutil.rmtree(ckpt)
     tmp.rename(ckpt)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Written beside and renamed, so a kill never leaves half a file under the real name."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

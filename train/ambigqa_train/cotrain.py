@@ -43,7 +43,7 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerFast
 
-from .common import load_config, read_jsonl, run_steps, setup
+from .common import load_config, read_jsonl, run_steps, setup, write_atomic
 from .data import SEP, Passage, crop, load_eval300
 from .extractive import NEG, ExtractiveReader, answer_token_spans, best_spans, encode, passage_text
 from .train_extractive import normalize
@@ -54,12 +54,6 @@ Example = dict[str, Any]
 def log(event: dict[str, Any]) -> None:
     """One JSON progress line (the TypeScript job reads these)."""
     print(json.dumps(event), flush=True)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def write_jsonl(path: Path, rows: list[Example]) -> None:

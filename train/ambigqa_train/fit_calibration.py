@@ -28,7 +28,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 
-from .common import load_config, read_jsonl
+from .common import load_config, read_jsonl, write_atomic
 
 ANSWER_FEATURES = ["logProbability", "shareOfBest", "rank", "setSize", "evidence", "firstEvidenceRank"]
 READING_FEATURES = ["questionLogit", "setSize", "logBest", "secondShare", "answerTitles", "readTitles"]
@@ -180,7 +180,7 @@ def run(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     model = {"reader": cfg["reader"], "answer": a_json, "questionOnly": q_json, "ambiguity": m_json, "minConfidence": chosen["minConfidence"],
              "fit": {"seed": seed, "tune_file": cfg["tune_file"], "questions_file": cfg["questions_file"]}}
-    (out / "calibration.json").write_text(json.dumps(model) + "\n")
+    write_atomic(out / "calibration.json", json.dumps(model) + "\n")
     Path(cfg["metrics_out"]).parent.mkdir(parents=True, exist_ok=True)
     Path(cfg["metrics_out"]).write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 from transformers import BertModel, PreTrainedTokenizerFast
 
-from .common import lr_at, load_config
+from .common import load_config, lr_at, write_atomic
 from .onnx_weights import recover_bert
 
 
@@ -145,15 +145,8 @@ def train(cfg: dict[str, Any], seed: int, encoder: tuple[BertModel, PreTrainedTo
     pred = predict(model, tok, test, cfg["max_len"])
     result = {"train_rows": len(rows), "test_rows": len(test), "steps": step, "train_seconds": round(time.time() - t0),
               "test": scores(pred, np.array([r["unli"] for r in test])), "seed": seed}
-    write_json(out / "metrics.json", result)
+    write_atomic(out / "metrics.json", json.dumps(result, indent=2) + "\n")
     return result
-
-
-def write_json(path: Path, value: Any) -> None:
-    """Written beside and renamed, so a kill never leaves half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2) + "\n")
-    os.replace(tmp, path)
 
 
 def embed(name: str, texts: list[str], threads: int) -> np.ndarray:
@@ -215,7 +208,7 @@ def frozen(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
               "seconds": round(time.time() - t0), "test": scores(model.predict_proba(xt)[:, 1], np.array([r["unli"] for r in test])), "seed": seed}
     out = Path(cfg["out"]) / f"frozen-seed-{seed}"
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "metrics.json", result)
+    write_atomic(out / "metrics.json", json.dumps(result, indent=2) + "\n")
     return result
 
 
