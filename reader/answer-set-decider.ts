@@ -1,14 +1,15 @@
-// Deciding the answer set after reading (UNLI's lesson: a probability is judged by calibration,
-// not by a label; AmbiEnt's: recognising ambiguity is a task of its own). Each answer's raw reader
-// probability becomes a calibrated probability of being correct (a logistic calibrator over the
-// reader's own scores: probability, share of the best, rank, evidence), answers under
-// minConfidence are dropped, and P(the question has more than one answer) comes from a
-// question-only model over the question's sentence embedding, plus what reading found (set size,
-// the scores, distinct titles) when the fit gives those weight: the shipped fit uses the question
-// alone, as its tuning split has no single-answer question. A question judged unambiguous keeps
-// its best answer alone.
+// Deciding the answer set after reading (RECTIFY's recall-then-verify; UNLI's lesson: a
+// probability is judged by calibration, not by a label; AmbiEnt's: recognising ambiguity is a task
+// of its own). The reader recalls candidates from many passages; each is verified: a logistic
+// model over what the reader scored of it (its merged probability, and how strongly its own best
+// passage answers with it whatever share of the joint probability that passage got: the
+// extractive reader's candidateFeatures) gives a calibrated probability that it is a correct
+// answer. The set is every candidate at or over minConfidence (the best one always), and
+// P(the question has more than one answer) comes from the question's sentence embedding and the
+// verified set (how many candidates verify, how their scores and passages spread); a question
+// judged unambiguous keeps its best answer alone.
 // The models are a few numbers in calibration.json, fit by `ambigqa_train.fit_calibration` on the
-// tuning split (train/splits/reader-tune.txt), never on eval-300.
+// tuning sets (train/splits/reader-tune.txt, asqa-tune.txt), never on eval-300.
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../src/core/errors.js'
@@ -23,15 +24,19 @@ export interface LogisticModel { features: string[]; mean: number[]; scale: numb
 export interface CalibrationModels {
   /** The reader whose probabilities the calibrator maps (config reader.kind): another's differ. */
   reader: 'extractive' | 'spanseqgen'
-  /** Over answerFeatures. */
+  /** Over answerFeatures and the reader's own features of each answer (ReadAnswer.features). */
   answer: LogisticModel
   /** Over the question's embedding by `encoder` (features e0..e383). */
   questionOnly: LogisticModel & { encoder: string }
   /** Over readingFeatures, the question-only logit among them. */
   ambiguity: LogisticModel
-  /** The threshold chosen with the models on the tuning split, for the record: config
+  /** The threshold chosen with the models on the tuning sets, for the record: config
    * reader.minConfidence (whose default it is) is what applies. */
   minConfidence: number
+  /** Passages read and candidates per question the models were fit on, for the record: config
+   * reader.read and reader.candidates (whose defaults they are) are what apply. */
+  read?: number
+  candidates?: number
 }
 
 export function logit(model: LogisticModel, x: readonly number[]): number {
@@ -50,10 +55,12 @@ function readRank(input: Read, id: string): number {
   return i < 0 ? input.reranked.length : i
 }
 
-/** Per answer, what the reader knows of it: its probability as read (confidence before calibration). */
+/** Per answer, what the reader knows of it: its probability as read (confidence before
+ * calibration), and its own features when the reader gives them (extractive-reader.ts candidateFeatures). */
 export function answerFeatures(input: Read): Record<string, number>[] {
   const best = input.answers[0]?.confidence ?? 0
   return input.answers.map((a, rank) => ({
+    ...a.features,
     logProbability: Math.log(Math.max(a.confidence, 1e-9)),
     shareOfBest: best > 0 ? a.confidence / best : 0,
     rank,
@@ -63,10 +70,20 @@ export function answerFeatures(input: Read): Record<string, number>[] {
   }))
 }
 
-/** What reading found for the question as a whole, beside the question-only logit. */
-export function readingFeatures(input: Read, questionLogit: number): Record<string, number> {
+/** A verified candidate counts towards the set's spread when its confidence reaches this. */
+export const VERIFIED = 0.25
+
+/**
+ * What reading found for the question as a whole, beside the question-only logit: the reader's
+ * set, and the verified candidates (`verified`: each answer's calibrated confidence, in answer
+ * order): the best three confidences, their sum, how many reach VERIFIED and from how many
+ * passages. ambigqa_train/fit_calibration.py set_features computes the same from the same inputs.
+ */
+export function readingFeatures(input: Read, questionLogit: number, verified: readonly number[] = []): Record<string, number> {
   const [first, second] = input.answers
   const titles = (passages: readonly { title: string }[]) => new Set(passages.map((p) => p.title)).size
+  const sorted = [...verified].sort((a, b) => b - a)
+  const over = input.answers.filter((_, i) => (verified[i] ?? 0) >= VERIFIED)
   return {
     questionLogit,
     setSize: input.answers.length,
@@ -74,6 +91,12 @@ export function readingFeatures(input: Read, questionLogit: number): Record<stri
     secondShare: first && second && first.confidence > 0 ? second.confidence / first.confidence : 0,
     answerTitles: titles(input.answers.map((a) => a.evidence[0]).filter((p) => p !== undefined)),
     readTitles: titles(input.reranked),
+    verifiedFirst: sorted[0] ?? 0,
+    verifiedSecond: sorted[1] ?? 0,
+    verifiedThird: sorted[2] ?? 0,
+    verifiedSum: sorted.reduce((s, c) => s + c, 0),
+    verifiedCount: over.length,
+    verifiedPassages: new Set(over.map((a, i) => a.features?.passage ?? -1 - i)).size,
   }
 }
 
@@ -99,11 +122,15 @@ export interface DeciderOptions {
   minConfidence: number
   /** Cut the set to its best answer when ambiguity ≤ 0.5 (off: the detector only reports). */
   oneAnswerWhenUnambiguous: boolean
+  /** The most answers a set keeps. */
+  maxAnswers: number
 }
 
 /**
- * The stage between reading and question disambiguation: calibrated confidences, the low ones
- * dropped, the ambiguity probability, and the set cut to its best answer when the question is
+ * The stage between reading and question disambiguation: each candidate verified (its calibrated
+ * confidence), the set those at or over minConfidence (the most confident always: an empty set
+ * scores as a wrong one, and its confidence says how sure it is), the ambiguity probability from
+ * the question and the verified set, and the set cut to its best answer when the question is
  * judged unambiguous.
  */
 export function answerSetDecider(models: CalibrationModels, embed: EmbedQuestion, options: DeciderOptions): Stage<Read, Read> {
@@ -111,11 +138,14 @@ export function answerSetDecider(models: CalibrationModels, embed: EmbedQuestion
     name: 'decide',
     run: async (input) => {
       const features = answerFeatures(input)
-      const calibrated: ReadAnswer[] = input.answers.map((a, i) => ({ ...a, confidence: sigmoid(logit(models.answer, named(models.answer, features[i]!))), readerProbability: a.confidence }))
+      const confidences = features.map((f) => sigmoid(logit(models.answer, named(models.answer, f))))
+      const calibrated: ReadAnswer[] = input.answers.map((a, i) => ({ ...a, confidence: confidences[i]!, readerProbability: a.confidence }))
       const questionLogit = logit(models.questionOnly, Array.from(await embed(input.question)))
-      const ambiguity = sigmoid(logit(models.ambiguity, named(models.ambiguity, readingFeatures(input, questionLogit))))
-      const kept = calibrated.filter((a) => a.confidence >= options.minConfidence).sort((a, b) => b.confidence - a.confidence)
-      return { ...input, answers: ambiguity > 0.5 || !options.oneAnswerWhenUnambiguous ? kept : kept.slice(0, 1), ambiguity }
+      const ambiguity = sigmoid(logit(models.ambiguity, named(models.ambiguity, readingFeatures(input, questionLogit, confidences))))
+      const ranked = calibrated.sort((a, b) => b.confidence - a.confidence)
+      const kept = ranked.filter((a, i) => i === 0 || a.confidence >= options.minConfidence)
+      const size = ambiguity > 0.5 || !options.oneAnswerWhenUnambiguous ? options.maxAnswers : 1
+      return { ...input, answers: kept.slice(0, size), ambiguity }
     },
   }
 }

@@ -50,8 +50,14 @@ export const defaultExtractiveOptions: ExtractiveOptions = {
   maxInputTokens: 256, maxQuestionTokens: 64, maxAnswerTokens: 10, batchSize: 16, keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 0, dropContaining: false,
 }
 
-/** A span of one passage: where it lies in the passage's input text and its log score. */
-export interface ScoredSpan { passage: number; start: number; end: number; text: string; score: number }
+/**
+ * A span of one passage: where it lies in the passage's input text and its log score over every
+ * passage read (`score`); what a verifier reads of it beside that: `local`, its log probability
+ * among the spans of its own passage, `inPassage`, its rank there (0 for the passage's best), and
+ * the passage's selection logit (`relevance`) and log probability among the passages read
+ * (`passageLogProb`).
+ */
+export interface ScoredSpan { passage: number; start: number; end: number; text: string; score: number; local: number; inPassage: number; relevance: number; passageLogProb: number }
 
 interface Input { ids: number[]; typeIds: number[]; pieced: PiecedText; passageStart: number }
 
@@ -179,6 +185,9 @@ export class ExtractiveReader {
     const spans: ScoredSpan[] = []
     inputs.forEach((x, p) => {
       const l = logits[p]!
+      // The passage's own normalisers: a second answer in another passage is that passage's best
+      // span however little probability the joint softmax leaves it.
+      const localNorm = logSumExpOver([x], [l], (v) => v.start, startOk) + logSumExpOver([x], [l], (v) => v.end, endOk) - startNorm - endNorm
       const best: ScoredSpan[] = []
       for (let i = x.passageStart; i < x.passageStart + x.pieced.ids.length; i++) {
         if (!startOk(x, i)) continue
@@ -189,12 +198,14 @@ export class ExtractiveReader {
             const words = x.pieced.words
             const first = words[x.pieced.wordOf[i - x.passageStart]!]!
             const last = words[x.pieced.wordOf[j - x.passageStart]!]!
-            best.push({ passage: p, start: first.start, end: last.end, text: x.pieced.text.slice(first.start, last.end), score })
+            const local = score - passageLp[p]! - localNorm
+            best.push({ passage: p, start: first.start, end: last.end, text: x.pieced.text.slice(first.start, last.end), score, local, inPassage: 0, relevance: l.relevance, passageLogProb: passageLp[p]! })
             best.sort((a, b) => b.score - a.score)
             if (best.length > 5) best.pop()
           }
         }
       }
+      best.forEach((span, rank) => { span.inPassage = rank })
       spans.push(...best)
     })
     return spans.sort((a, b) => b.score - a.score)
@@ -208,22 +219,22 @@ export class ExtractiveReader {
    * nothing when the best is under `minProbability`.
    */
   answerSet(item: ReadingQuestion, spans: readonly ScoredSpan[]): PredictedAnswer[] {
-    const merged = new Map<string, { text: string; probability: number; passages: Set<number> }>()
+    const merged = new Map<string, { text: string; probability: number; spans: ScoredSpan[] }>()
     for (const span of spans) {
       const key = normalizeAnswer(span.text)
       if (key.length === 0 || !balanced(span.text)) continue
       const entry = merged.get(key)
       if (entry) {
         entry.probability += Math.exp(span.score)
-        entry.passages.add(span.passage)
+        entry.spans.push(span)
       } else {
-        merged.set(key, { text: span.text, probability: Math.exp(span.score), passages: new Set([span.passage]) })
+        merged.set(key, { text: span.text, probability: Math.exp(span.score), spans: [span] })
       }
     }
     const ranked = [...merged.values()].sort((a, b) => b.probability - a.probability)
     const best = ranked[0]?.probability ?? 0
     if (best === 0 || best < this.options.minProbability) return []
-    const kept: { text: string; probability: number; passages: Set<number>; words: string[] }[] = []
+    const kept: { text: string; probability: number; spans: ScoredSpan[]; words: string[] }[] = []
     for (const answer of ranked) {
       if (kept.length >= this.options.maxAnswers || answer.probability < this.options.keep * best) break
       const words = normalizeAnswer(answer.text).split(' ')
@@ -234,13 +245,36 @@ export class ExtractiveReader {
     return kept.map((a) => {
       // Evidence: every passage read that holds the answer (DPR's match), else the ones it came from.
       const holding = item.passages.filter((p) => hasAnswer(`${p.title} ${p.text}`, [a.text]))
-      const evidence = holding.length > 0 ? holding : [...a.passages].sort((x, y) => x - y).map((p) => item.passages[p]!)
-      return { answer: a.text, probability: Math.min(1, a.probability), evidence }
+      const from = [...new Set(a.spans.map((s) => s.passage))].sort((x, y) => x - y)
+      const evidence = holding.length > 0 ? holding : from.map((p) => item.passages[p]!)
+      return { answer: a.text, probability: Math.min(1, a.probability), evidence, features: candidateFeatures(a.spans, a.words.length, holding.length) }
     })
   }
 
   async close(): Promise<void> {
     await this.session.release()
+  }
+}
+
+/**
+ * What the answer verifier (reader/answer-set-decider.ts) reads of a candidate beside its merged
+ * probability: how strongly its own passages answer with it, however little of the joint
+ * probability those passages got. `passage` is the passage of its best local span (the evidence a
+ * set prefers to keep apart).
+ */
+export function candidateFeatures(spans: readonly ScoredSpan[], words: number, holding: number): Record<string, number> {
+  const best = spans.reduce((a, b) => (b.local > a.local ? b : a))
+  const passages = new Set(spans.map((s) => s.passage))
+  return {
+    bestLocal: best.local,
+    bestRelevance: Math.max(...spans.map((s) => s.relevance)),
+    bestPassageLogProb: Math.max(...spans.map((s) => s.passageLogProb)),
+    firstSpanPassage: Math.log1p(Math.min(...passages)),
+    spanPassages: passages.size,
+    topSpanPassages: new Set(spans.filter((s) => s.inPassage === 0).map((s) => s.passage)).size,
+    holdingPassages: holding,
+    words,
+    passage: best.passage,
   }
 }
 

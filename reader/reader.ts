@@ -74,7 +74,7 @@ export class Reader {
     name: 'reader',
     run: async (input, signal) => {
       const answers = await this.answerQueue.submit({ question: input.question, passages: input.reranked }, signal)
-      return { ...input, answers: answers.map((a) => ({ answer: a.answer, confidence: a.probability, evidence: a.evidence })) }
+      return { ...input, answers: answers.map((a) => ({ answer: a.answer, confidence: a.probability, evidence: a.evidence, ...(a.features ? { features: a.features } : {}) })) }
     },
   }
 

@@ -45,6 +45,8 @@ export interface PredictedAnswer {
   probability: number
   /** Passages that contain the answer, in reading order. */
   evidence: RetrievedPassage[]
+  /** What the extractive reader scored of it besides the probability (its candidateFeatures), for the verifier. */
+  features?: Record<string, number>
 }
 
 /** Token pieces between separators (empty pieces kept, as a split on the separator gives them). */

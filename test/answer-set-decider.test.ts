@@ -42,23 +42,39 @@ test('features: each answer\'s share of the best, rank and evidence; the questio
   assert.equal(y!.rank, 1)
   assert.equal(y!.firstEvidenceRank, 3, 'no evidence: the number of passages read')
   const r = readingFeatures(input, 1.5)
-  assert.deepEqual({ ...r, logBest: Math.round(r.logBest! * 1000) / 1000 }, { questionLogit: 1.5, setSize: 2, logBest: -0.693, secondShare: 0.5, answerTitles: 1, readTitles: 2 })
+  assert.deepEqual({ ...r, logBest: Math.round(r.logBest! * 1000) / 1000 }, { questionLogit: 1.5, setSize: 2, logBest: -0.693, secondShare: 0.5, answerTitles: 1, readTitles: 2, verifiedFirst: 0, verifiedSecond: 0, verifiedThird: 0, verifiedSum: 0, verifiedCount: 0, verifiedPassages: 0 })
   assert.equal(readingFeatures(read([]), 0).secondShare, 0)
 })
 
 test('the decider calibrates, drops answers under minConfidence and keeps the best alone when unambiguous', async () => {
   const two = read([['x', 0.5, [passages[0]!]], ['y', 0.45, [passages[1]!]], ['z', 0.1, []]])
   // Question logit 2 and second share 0.9: sigmoid(2 + 2.7 − 2) > 0.5, ambiguous.
-  const ambiguous = await answerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 0.1, oneAnswerWhenUnambiguous: true }).run(two)
+  const ambiguous = await answerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 0.1, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }).run(two)
   assert.ok(ambiguous.ambiguity! > 0.9)
   assert.deepEqual(ambiguous.answers.map((a) => a.answer), ['x', 'y'], 'z (confidence 0.05) is under minConfidence')
   assert.ok(Math.abs(ambiguous.answers[0]!.confidence - 1 / (1 + Math.exp(-5))) < 1e-9)
   // Question logit −3: sigmoid(−3 + 2.7 − 2) < 0.5, one answer, the most confident.
-  const single = await answerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: true }).run(two)
+  const single = await answerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }).run(two)
   assert.ok(single.ambiguity! < 0.5)
   assert.deepEqual(single.answers.map((a) => a.answer), ['x'])
-  const reportOnly = await answerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: false }).run(two)
+  const reportOnly = await answerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }).run(two)
   assert.deepEqual(reportOnly.answers.map((a) => a.answer), ['x', 'y', 'z'], 'the detector only reports')
+})
+
+test('the verified set: the best three confidences, their sum, how many reach 0.25 and from how many passages (as fit_calibration.set_features)', () => {
+  const input = read([['w', 0.4, []], ['x', 0.3, []], ['y', 0.2, []], ['z', 0.1, []]])
+  input.answers.forEach((a, i) => { a.features = { passage: [0, 0, 3, 4][i]! } })
+  const f = readingFeatures(input, 1.5, [0.9, 0.3, 0.6, 0.1])
+  assert.deepEqual([f.verifiedFirst, f.verifiedSecond, f.verifiedThird, f.verifiedCount, f.verifiedPassages], [0.9, 0.6, 0.3, 3, 2])
+  assert.ok(Math.abs(f.verifiedSum! - 1.9) < 1e-12)
+})
+
+test('the decider keeps its most confident answer even under minConfidence, and at most maxAnswers', async () => {
+  const three = read([['x', 0.5, [passages[0]!]], ['y', 0.45, [passages[1]!]], ['z', 0.4, []]])
+  const none = await answerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 1, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }).run(three)
+  assert.deepEqual(none.answers.map((a) => a.answer), ['x'])
+  const capped = await answerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 0, oneAnswerWhenUnambiguous: true, maxAnswers: 2 }).run(three)
+  assert.deepEqual(capped.answers.map((a) => a.answer), ['x', 'y'])
 })
 
 test('calibration.json: missing is AMBIGQA_ERR_MODEL_MISSING, malformed AMBIGQA_ERR_MODEL_INVALID', () => {

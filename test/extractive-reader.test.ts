@@ -64,7 +64,7 @@ test('a batch of questions reads as each question alone', { skip: fixture.skip }
 
 test('answer set: spans merged by normalised text, kept within `keep` of the best, with evidence', { skip: fixture.skip }, () => {
   const item = { question: 'q', passages: [{ id: 'a', title: 'A', text: 'the Oakland Athletics won', score: 1 }, { id: 'b', title: 'B', text: 'Oakland Athletics and Giants', score: 1 }] }
-  const span = (passage: number, text: string, p: number): ScoredSpan => ({ passage, start: 0, end: 0, text, score: Math.log(p) })
+  const span = (passage: number, text: string, p: number): ScoredSpan => ({ passage, start: 0, end: 0, text, score: Math.log(p), local: Math.log(p), inPassage: 0, relevance: 0, passageLogProb: 0 })
   const spans = [span(0, 'Oakland Athletics', 0.3), span(1, 'the Oakland Athletics', 0.2), span(1, 'Giants', 0.2), span(1, 'Athletics', 0.1), span(0, 'won', 0.01)]
   const answers = reader.answerSet(item, spans)
   // "the Oakland Athletics" merges into the first (0.5); "Athletics" lies inside it; "won" is under keep.
@@ -76,7 +76,7 @@ test('answer set: spans merged by normalised text, kept within `keep` of the bes
 
 test('answer set: with dropContaining, an answer holding a better one\'s words and more is dropped', { skip: fixture.skip }, () => {
   const item = { question: 'q', passages: [{ id: 'a', title: 'A', text: 'the American League (AL) champion Oakland Athletics and the Giants', score: 1 }] }
-  const span = (text: string, p: number): ScoredSpan => ({ passage: 0, start: 0, end: 0, text, score: Math.log(p) })
+  const span = (text: string, p: number): ScoredSpan => ({ passage: 0, start: 0, end: 0, text, score: Math.log(p), local: Math.log(p), inPassage: 0, relevance: 0, passageLogProb: 0 })
   const spans = [span('Oakland Athletics', 0.4), span('American League (AL) champion Oakland Athletics', 0.3), span('Giants', 0.2)]
   assert.deepEqual(reader.answerSet(item, spans).map((a) => a.answer), ['Oakland Athletics', 'American League (AL) champion Oakland Athletics', 'Giants'])
   const saved = reader.options.dropContaining
@@ -92,7 +92,7 @@ test('answer set: with dropContaining, an answer holding a better one\'s words a
 
 test('answer set: a span cut across a bracket or a quotation mark is never an answer', { skip: fixture.skip }, () => {
   const item = { question: 'q', passages: [{ id: 'a', title: 'A', text: 'Bob Brown (aka Captain Rock) sang "Baker Street" first', score: 1 }] }
-  const span = (text: string, p: number): ScoredSpan => ({ passage: 0, start: 0, end: 0, text, score: Math.log(p) })
+  const span = (text: string, p: number): ScoredSpan => ({ passage: 0, start: 0, end: 0, text, score: Math.log(p), local: Math.log(p), inPassage: 0, relevance: 0, passageLogProb: 0 })
   const answers = reader.answerSet(item, [span('Bob Brown (aka Captain Rock', 0.4), span('"Baker', 0.3), span('Bob Brown', 0.2), span('Captain Rock)', 0.2), span('"Baker Street"', 0.1)])
   assert.deepEqual(answers.map((a) => a.answer), ['Bob Brown', '"Baker Street"'])
 })

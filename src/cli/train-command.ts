@@ -10,7 +10,9 @@ import { PassageStore } from '../../retriever/passage-store.js'
 import { loadConfig } from '../core/config.js'
 import { ERR_USAGE } from '../core/errors.js'
 import { createLogger } from '../core/log.js'
-import { EVAL_300_STORE, eval300Sources } from '../eval/eval-300.js'
+import { EVAL_300_STORE, EVAL_ASQA_STORE, eval300Sources } from '../eval/eval-300.js'
+import { openRetriever } from '../../retriever/open-retriever.js'
+import { ExtractiveReader } from '../../reader/extractive-reader.js'
 import { mineHardNegatives } from '../training/hard-negatives.js'
 import { writeCalibrationData } from '../training/calibration-data.js'
 import { openPipeline } from '../pipeline/open-pipeline.js'
@@ -104,23 +106,32 @@ export function registerTrainCommands(program: Command): void {
     })
   train
     .command('calibration-data')
-    .description('read the tuning split as the server does (no calibration) and embed the labelled questions: what `train calibration` fits on')
+    .description('read the tuning sets with the extractive reader (every candidate, at each passage count) and embed the labelled questions: what `train calibration` fits on')
     .option('--data <dir>', 'shared data folder', '../shared/data')
-    .option('--tune-ids <file>', 'the tuning split (AmbigNQ train ids)', 'train/splits/reader-tune.txt')
-    .option('--store <dir>', 'the store holding the tuning split\'s passages', EVAL_300_STORE)
+    .option('--tune-ids <file>', 'AmbigNQ train ids of a tuning set', 'train/splits/reader-tune.txt')
+    .option('--tune-dev-ids <file>', 'AmbigNQ dev ids of a tuning set (never eval-300\'s)', 'train/splits/asqa-tune.txt')
+    .option('--store <dir>', 'the store holding the tuning sets\' passages (`ambigqa bench corpus --asqa-knowledge`)', EVAL_ASQA_STORE)
+    .option('--reads <list>', 'passage counts to write candidates for', '5,10,20')
+    .option('--max-candidates <n>', 'candidates kept per question', parseNumber('--max-candidates'), 20)
     .option('--encoder <name>', 'the question-only model\'s sentence encoder (models/encoders)', 'e5-small-v2-int8')
     .option('--out <dir>', 'output folder', 'data/train')
-    .action(async (o: { data: string; tuneIds: string; store: string; encoder: string; out: string }, command: Command) => {
-      // The reader's raw probabilities are what the calibrator learns to map, so none is applied here.
-      const ctx = contextFor(command, { store: o.store, 'reader.calibration': '' })
-      const pipeline = await openPipeline(ctx.config, ctx.log)
+    .action(async (o: { data: string; tuneIds: string; tuneDevIds: string; store: string; reads: string; maxCandidates: number; encoder: string; out: string }, command: Command) => {
+      const reads = o.reads.split(',').map(Number)
+      if (reads.some((n) => !Number.isInteger(n) || n < 1 || n > 100)) throw ERR_USAGE(`--reads ${o.reads} is not a list of passage counts`, 'Give whole numbers from 1 to 100, comma-separated: --reads 5,10,20')
+      const ctx = contextFor(command, { store: o.store })
+      const r = ctx.config.reader
+      const retriever = await openRetriever(ctx.config)
+      // Every candidate: the fit decides the set, so the reader's own margin and cap do not apply.
+      const reader = await ExtractiveReader.load(r.extractive, { precision: r.precision, device: r.device, threads: r.threads, logger: ctx.log }, { keep: 0, maxAnswers: o.maxCandidates, rankPrior: r.rankPrior, dropContaining: r.dropContaining })
       const encoder = await DenseEncoder.load(o.encoder, ctx.config.dense.modelsDir, ctx.config.dense.threads)
       try {
-        const r = await writeCalibrationData({ shared: o.data, tuneIds: o.tuneIds, out: o.out, pipeline, encoder, read: ctx.config.reader.read, retrieve: ctx.config.reader.retrieve, log: ctx.log })
-        ctx.out(`${o.out}/calibration-tune.jsonl: ${r.tune} tuning questions read; ${o.out}/ambiguity-questions.jsonl: ${r.questions} questions embedded (${o.encoder})`)
+        const tuneSets = [{ name: 'reader-tune', ids: o.tuneIds, reference: 'train' as const }, { name: 'asqa-tune', ids: o.tuneDevIds, reference: 'dev' as const }]
+        const result = await writeCalibrationData({ shared: o.data, tuneSets, out: o.out, retriever, reader, encoder, reads, retrieve: r.retrieve, log: ctx.log })
+        ctx.out(`${o.out}/calibration-tune.jsonl: ${result.tune} tuning questions read at ${reads.join(', ')} passages; ${o.out}/ambiguity-questions.jsonl: ${result.questions} questions embedded (${o.encoder})`)
       } finally {
         await encoder.close()
-        await pipeline.close()
+        await reader.close()
+        await retriever.close()
       }
     })
   train

@@ -89,6 +89,7 @@ const configSchema = z
         keep: z.number().min(0).max(1),
         minProbability: z.number().min(0).max(1),
         maxAnswers: z.number().int().min(1).max(100),
+        candidates: z.number().int().min(1).max(100),
         rankPrior: z.number().min(0).max(100),
         dropContaining: z.boolean(),
         calibration: z.string(),
@@ -147,15 +148,17 @@ export const defaults: Config = {
   // qdEvidenceVocabulary: decoding uses only the word pieces of the prompt, answers and evidence.
   // calibration: the folder of calibration.json (answer calibrator and ambiguity detector, fit on
   // the tuning split; '' keeps the reader's raw probabilities and "ambiguous" = two answers);
-  // minConfidence: answers whose calibrated confidence is under it are dropped (the default was
-  // chosen with the models on the tuning split, BENCHMARKS.md; unused without calibration);
+  // minConfidence: answers whose calibrated confidence is under it are dropped, the best kept (the
+  // default was chosen with the models on the tuning sets, BENCHMARKS.md; unused without calibration);
   // oneAnswerWhenUnambiguous: a question the detector judges unambiguous keeps its best answer alone.
+  // candidates: with a calibration, the extractive reader passes its best `candidates` answers (no
+  // `keep` margin) for the decider to verify, and maxAnswers caps the decided set.
   // read: passages the reader reads when a request does not say (ask's options.read, --read);
   // retrieve: passages retrieved for it when a request does not say (options.retrieve, --retrieve).
   reader: {
     kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'qd'),
     precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 8, qdEvidenceVocabulary: true, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
-    keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), minConfidence: 0, oneAnswerWhenUnambiguous: true, read: 3,
+    keep: 0.3, minProbability: 0, maxAnswers: 5, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), minConfidence: 0, oneAnswerWhenUnambiguous: true, read: 3,
     retrieve: 100,
   },
   log: { level: 'info' },

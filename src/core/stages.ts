@@ -13,7 +13,8 @@ export interface StageTimings {
 export interface Retrieved { question: string; passages: RetrievedPassage[]; timings: StageTimings }
 export interface Reranked extends Retrieved { reranked: RetrievedPassage[] }
 /** readerProbability: the reader's own probability, kept when a calibrator replaced it as confidence. */
-export interface ReadAnswer { answer: string; confidence: number; readerProbability?: number; evidence: RetrievedPassage[] }
+/** features: the reader's scores of the answer beside its probability, when it gives them (the extractive reader's candidateFeatures). */
+export interface ReadAnswer { answer: string; confidence: number; readerProbability?: number; evidence: RetrievedPassage[]; features?: Record<string, number> }
 /** ambiguity: P(more than one answer), when a calibrated detector decided the set (reader/answer-set-decider). */
 export interface Read extends Reranked { answers: ReadAnswer[]; ambiguity?: number }
 /** `rewritten: false`: the question is the prompt as asked (one answer, or no rewrite survived the checks). */

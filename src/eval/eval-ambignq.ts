@@ -75,7 +75,7 @@ export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'r
     store: config.retriever === 'bm25-es' ? config.elasticsearch.url : resolve(config.store),
     reranker: config.reranker.model ? { model: resolve(config.reranker.model), precision: config.reranker.precision, maxTokens: config.reranker.maxTokens } : 'none',
     reader: {
-      kind: r.kind, extractive: resolve(r.extractive), keep: r.keep, minProbability: r.minProbability, maxAnswers: r.maxAnswers, rankPrior: r.rankPrior, dropContaining: r.dropContaining,
+      kind: r.kind, extractive: resolve(r.extractive), keep: r.keep, minProbability: r.minProbability, maxAnswers: r.maxAnswers, candidates: r.candidates, rankPrior: r.rankPrior, dropContaining: r.dropContaining,
       spanseqgen: resolve(r.spanseqgen), qd: resolve(r.qd), qdMaxInputTokens: r.qdMaxInputTokens, qdCandidates: r.qdCandidates, qdEvidenceVocabulary: r.qdEvidenceVocabulary, precision: r.precision,
       maxInputTokens: r.maxInputTokens, numBeams: r.numBeams, constrainToPassages: r.constrainToPassages, readEach: r.readEach, poolKeep: r.poolKeep,
       // Another calibration gives other confidences and answer sets.

@@ -28,7 +28,8 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
   // Other kinds open on request from the same configuration (the server's retriever argument).
   const retrievers = { retriever, retrieverKind: config.retriever, openRetriever: (kind: Config['retriever']) => openRetriever({ ...config, retriever: kind }) }
   try {
-    const reader = await Reader.open(config.reader, logger)
+    // With a calibration the reader recalls candidates and the decider verifies them and decides.
+    const reader = await Reader.open(config.reader.calibration === '' ? config.reader : { ...config.reader, keep: 0, maxAnswers: config.reader.candidates }, logger)
     let decided: { decider: Stage<Read, Read>; encoder: DenseEncoder } | undefined
     try {
       decided = await openDecider(config, logger)
@@ -64,5 +65,5 @@ export async function openDecider(config: Config, logger: Logger = silentLogger)
   }
   const encoder = await DenseEncoder.load(models.questionOnly.encoder, config.dense.modelsDir, config.dense.threads)
   const embed = async (question: string) => (await encoder.encode([question], 'query'))[0]!
-  return { decider: answerSetDecider(models, embed, { minConfidence: config.reader.minConfidence, oneAnswerWhenUnambiguous: config.reader.oneAnswerWhenUnambiguous }), encoder }
+  return { decider: answerSetDecider(models, embed, { minConfidence: config.reader.minConfidence, oneAnswerWhenUnambiguous: config.reader.oneAnswerWhenUnambiguous, maxAnswers: config.reader.maxAnswers }), encoder }
 }

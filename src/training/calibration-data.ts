@@ -1,9 +1,11 @@
 // What the answer calibrator and the ambiguity detector are fit on (ambigqa_train.fit_calibration):
-// - calibration-tune.jsonl: every question of the tuning split (train/splits/reader-tune.txt,
-//   AmbigNQ train, never eval-300) read as the server reads it, before calibration: each returned
-//   answer's features and whether it matches a gold answer (the metric's normalisation), the
-//   reading features, the normalised gold clusters of each annotation (so the fit can score F1
-//   answer exactly) and the question's embedding;
+// - calibration-tune.jsonl: every question of the tuning sets (train/splits/reader-tune.txt, AmbigNQ
+//   train; train/splits/asqa-tune.txt, AmbigNQ dev questions of ASQA outside eval-300; never
+//   eval-300) read by the extractive reader at each of several passage counts, one row per question
+//   and count: every candidate (keep 0) with its features (the reader's and the candidate's own:
+//   extractive-reader.ts candidateFeatures) and whether it matches a gold answer (the metric's
+//   normalisation), the reading features, the normalised gold clusters of each annotation (so the
+//   fit can score F1 answer exactly) and the question's embedding;
 // - ambiguity-questions.jsonl: questions with a single/multi label and their embedding for the
 //   question-only model: AmbigNQ train outside the tuning split (fit), AmbigNQ dev (measured;
 //   `eval300` marks eval-300's), and AmbiEnt premise + hypothesis (measured: does it transfer?).
@@ -14,8 +16,10 @@ import { answerFeatures, readingFeatures } from '../../reader/answer-set-decider
 import type { DenseEncoder } from '../../retriever/dense-encoder.js'
 import type { Logger } from '../core/log.js'
 import { normalizeAnswer } from '../core/normalize-answer.js'
-import type { Pipeline } from '../pipeline/pipeline.js'
-import { passThroughReranker } from '../pipeline/pipeline.js'
+import { ERR_USAGE } from '../core/errors.js'
+import type { Read } from '../core/stages.js'
+import type { Retriever } from '../core/retriever.js'
+import type { ExtractiveReader } from '../../reader/extractive-reader.js'
 import { loadIdList } from '../eval/questions.js'
 import { isMultiAnswer, loadReference, type AmbigNqRecord } from '../eval/score-ambignq.js'
 
@@ -44,14 +48,19 @@ class JsonLines {
   }
 }
 
+/** A tuning set: AmbigNQ questions (train or dev) by an id list, never eval-300's. */
+export interface TuneSet { name: string; ids: string; reference: 'train' | 'dev' }
+
 export interface CalibrationDataOptions {
   shared: string
-  tuneIds: string
+  tuneSets: TuneSet[]
   out: string
-  /** A pipeline without a decider: the reader's raw probabilities are what is calibrated. */
-  pipeline: Pipeline
+  retriever: Retriever
+  /** Read with keep 0 and a large maxAnswers: every candidate is written, the fit decides. */
+  reader: ExtractiveReader
   encoder: DenseEncoder
-  read: number
+  /** Passages read: each question's top max(reads) are read once, and its candidates written for each n. */
+  reads: number[]
   retrieve: number
   log: Logger
 }
@@ -63,39 +72,50 @@ async function embedAll(encoder: DenseEncoder, texts: string[]): Promise<Float32
 }
 
 export async function writeCalibrationData(o: CalibrationDataOptions): Promise<{ tune: number; questions: number }> {
-  const tuneIds = loadIdList(o.tuneIds)
-  const train = loadReference(join(o.shared, 'ambignq/train_light.json'))
-  const tune = train.filter((r) => tuneIds.has(r.id))
-  const reader = o.pipeline.stages.reader!
-  const reranker = o.pipeline.stages.reranker ?? passThroughReranker
+  const eval300 = loadIdList(join(o.shared, 'splits/eval-300.txt'))
+  const references = { train: loadReference(join(o.shared, 'ambignq/train_light.json')), dev: loadReference(join(o.shared, 'ambignq/dev_light.json')) }
+  const tuneIds = new Set<string>()
   // A fresh checkout has no data/train yet (data build makes it, and is not needed for this).
   mkdirSync(o.out, { recursive: true })
   const tuneOut = new JsonLines(join(o.out, 'calibration-tune.jsonl'))
-  const tuneEmbeddings = await embedAll(o.encoder, tune.map((r) => r.question))
-  for (const [i, record] of tune.entries()) {
-    const retrieved = await o.pipeline.retrieve(record.question, o.retrieve)
-    const read = await reader.run(await reranker.rerank(retrieved, o.read))
-    const golds = goldClusters(record)
-    const aliases = new Set(golds.flat(2))
-    const features = answerFeatures(read)
-    await tuneOut.write({
-      id: record.id, multi: isMultiAnswer(record), golds,
-      answers: read.answers.map((a, j) => ({ answer: normalizeAnswer(a.answer), correct: aliases.has(normalizeAnswer(a.answer)), features: features[j] })),
-      reading: readingFeatures(read, 0), embedding: rounded(tuneEmbeddings[i]!),
-    })
-    if (i % 50 === 0) o.log.info({ done: i, of: tune.length }, 'calibration data: tuning split read')
+  const most = Math.max(...o.reads)
+  let read = 0
+  for (const set of o.tuneSets) {
+    const ids = loadIdList(set.ids)
+    const leaked = [...ids].filter((id) => eval300.has(id))
+    if (leaked.length > 0) throw ERR_USAGE(`${set.ids} holds ${leaked.length} eval-300 questions (${leaked[0]})`, 'Nothing is tuned on eval-300: give an id list without them')
+    const records = references[set.reference].filter((r) => ids.has(r.id))
+    for (const r of records) tuneIds.add(r.id)
+    const embeddings = await embedAll(o.encoder, records.map((r) => r.question))
+    for (const [i, record] of records.entries()) {
+      const passages = await o.retriever.search(record.question, Math.max(o.retrieve, most))
+      const [readPassages] = await o.reader.readPassages([{ question: record.question, passages: passages.slice(0, most) }])
+      const golds = goldClusters(record)
+      const aliases = new Set(golds.flat(2))
+      for (const n of o.reads) {
+        const reranked = passages.slice(0, n)
+        const answers = o.reader.answerSet({ question: record.question, passages: reranked }, o.reader.scoreSpans(readPassages!.slice(0, n)))
+        const input: Read = { question: record.question, passages, reranked, timings: { retrievalMs: 0, totalMs: 0 }, answers: answers.map((a) => ({ answer: a.answer, confidence: a.probability, evidence: a.evidence, ...(a.features ? { features: a.features } : {}) })) }
+        const features = answerFeatures(input)
+        await tuneOut.write({
+          id: record.id, set: set.name, read: n, multi: isMultiAnswer(record), golds,
+          answers: input.answers.map((a, j) => ({ answer: normalizeAnswer(a.answer), correct: aliases.has(normalizeAnswer(a.answer)), features: { ...a.features, ...features[j] } })),
+          reading: readingFeatures(input, 0), embedding: rounded(embeddings[i]!),
+        })
+      }
+      if (++read % 50 === 0) o.log.info({ set: set.name, done: i + 1, of: records.length }, 'calibration data: tuning questions read')
+    }
   }
   await tuneOut.close()
 
-  const dev = loadReference(join(o.shared, 'ambignq/dev_light.json'))
-  const eval300 = loadIdList(join(o.shared, 'splits/eval-300.txt'))
+  const dev = references.dev
   const ambient = ['dev', 'test'].flatMap((split) => readFileSync(join(o.shared, `ambient/${split}.jsonl`), 'utf8').split('\n').filter((l) => l.trim()).map((l) => {
     const r = JSON.parse(l) as { id: number; premise: string; hypothesis: string; premise_ambiguous: boolean; hypothesis_ambiguous: boolean }
     return { id: `ambient-${split}-${r.id}`, source: `ambient-${split}`, eval300: false, label: r.premise_ambiguous || r.hypothesis_ambiguous, text: `${r.premise} ${r.hypothesis}` }
   }))
   const questions = [
-    ...train.filter((r) => !tuneIds.has(r.id)).map((r) => ({ id: r.id, source: 'ambignq-train', eval300: false, label: isMultiAnswer(r), text: r.question })),
-    ...dev.map((r) => ({ id: r.id, source: 'ambignq-dev', eval300: eval300.has(r.id), label: isMultiAnswer(r), text: r.question })),
+    ...references.train.filter((r) => !tuneIds.has(r.id)).map((r) => ({ id: r.id, source: 'ambignq-train', eval300: false, label: isMultiAnswer(r), text: r.question })),
+    ...dev.filter((r) => !tuneIds.has(r.id)).map((r) => ({ id: r.id, source: 'ambignq-dev', eval300: eval300.has(r.id), label: isMultiAnswer(r), text: r.question })),
     ...ambient,
   ]
   const questionsOut = new JsonLines(join(o.out, 'ambiguity-questions.jsonl'))
@@ -106,5 +126,5 @@ export async function writeCalibrationData(o: CalibrationDataOptions): Promise<{
     o.log.info({ done: i + chunk.length, of: questions.length }, 'calibration data: questions embedded')
   }
   await questionsOut.close()
-  return { tune: tune.length, questions: questions.length }
+  return { tune: tuneIds.size, questions: questions.length }
 }

@@ -1,18 +1,22 @@
-"""Fit the answer calibrator and the ambiguity detector that reader/answer-set-decider.ts applies,
+"""Fit the answer verifier and the ambiguity detector that reader/answer-set-decider.ts applies,
 from what `ambigqa train calibration-data` wrote. Three logistic regressions, each with its L2
-strength chosen by stratified k-fold cross-validation on its own training rows:
+strength chosen by cross-validation on its own training rows (folds by question):
 
 - question-only: P(multi) from the question's sentence embedding, fit on AmbigNQ train outside the
-  tuning split; measured (AUROC) on AmbigNQ dev outside eval-300 and on AmbiEnt;
-- answer calibrator: P(correct) of each answer the reader returned, over the reader's own scores,
-  fit on the tuning split (train/splits/reader-tune.txt; AmbigNQ train, never eval-300);
-- ambiguity: P(multi) over the question-only logit (out of sample there: the tuning split is left
-  out of its fit) and the reading features, fit on the tuning split when it holds both classes
-  (else the question-only model alone).
+  tuning sets; measured (AUROC) on AmbigNQ dev outside eval-300 and the tuning sets, and on AmbiEnt;
+- answer verifier: P(correct) of each candidate the extractive reader recalled, over the reader's
+  scores of it (merged probability, rank, evidence, and its best passage's own view of it:
+  candidateFeatures), fit on the tuning sets (reader-tune: AmbigNQ train; asqa-tune: AmbigNQ dev
+  questions of ASQA outside eval-300; never eval-300);
+- ambiguity: P(multi) over the question-only logit (out of sample there) and the verified set
+  (set_features: the best confidences, their sum, how many verify and from how many passages), with
+  the verifier's out-of-fold confidences, fit on the tuning sets when they hold both classes (else
+  the question-only model alone).
 
-minConfidence is then chosen on the tuning split by F1 answer (exact: the metric's greedy
-one-to-one match against every annotation's normalised clusters) with cross-validated
-predictions, so that the choice is not made on answers the calibrator has seen.
+Then, per passage count read, minConfidence and maxAnswers are chosen by F1 answer on the tuning
+sets (exact: the metric's greedy one-to-one match against every annotation's normalised clusters)
+from out-of-fold predictions, so that no choice is made on answers a model has seen; a larger
+passage count only when it beats a smaller one by more than `tolerance`.
 
 `python -m ambigqa_train.fit_calibration --config train/configs/calibration.json --seed 0`
 """
@@ -26,12 +30,15 @@ from typing import Any
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
 from .common import load_config, read_jsonl, write_atomic
 
-ANSWER_FEATURES = ["logProbability", "shareOfBest", "rank", "setSize", "evidence", "firstEvidenceRank"]
-READING_FEATURES = ["questionLogit", "setSize", "logBest", "secondShare", "answerTitles", "readTitles"]
+ANSWER_FEATURES = ["logProbability", "shareOfBest", "rank", "setSize", "evidence", "firstEvidenceRank",
+                   "bestLocal", "bestRelevance", "bestPassageLogProb", "firstSpanPassage", "spanPassages", "topSpanPassages", "holdingPassages", "words"]
+READING_FEATURES = ["questionLogit", "readTitles", "verifiedFirst", "verifiedSecond", "verifiedThird", "verifiedSum", "verifiedCount", "verifiedPassages"]
+# answer-set-decider.ts VERIFIED: a candidate counts towards the set's spread from this confidence.
+VERIFIED = 0.25
 
 
 class Standardised:
@@ -45,12 +52,15 @@ class Standardised:
         return (x - self.mean) / self.scale
 
 
-def choose_c(x: np.ndarray, y: np.ndarray, cs: list[float], folds: int, seed: int) -> tuple[float, np.ndarray]:
-    """The C with the lowest cross-validated log loss, and that C's out-of-fold probabilities."""
+def choose_c(x: np.ndarray, y: np.ndarray, cs: list[float], folds: int, seed: int, groups: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    """The C with the lowest cross-validated log loss, and that C's out-of-fold probabilities
+    (folds by `groups` when given: a question's candidates are never split across folds)."""
     best: tuple[float, float, np.ndarray] | None = None
+    splits = (list(StratifiedGroupKFold(folds, shuffle=True, random_state=seed).split(x, y, groups)) if groups is not None
+              else list(StratifiedKFold(folds, shuffle=True, random_state=seed).split(x, y)))
     for c in cs:
         oof = np.zeros(len(y))
-        for tr, te in StratifiedKFold(folds, shuffle=True, random_state=seed).split(x, y):
+        for tr, te in splits:
             s = Standardised(x[tr])
             oof[te] = LogisticRegression(C=c, max_iter=2000).fit(s(x[tr]), y[tr]).predict_proba(s(x[te]))[:, 1]
         p = np.clip(oof, 1e-6, 1 - 1e-6)
@@ -97,21 +107,91 @@ def f1_answer(rows: list[dict[str, Any]], sets: list[list[str]]) -> dict[str, fl
     return {"all": float(np.mean(per)), "multi": float(np.mean(multi)) if multi else 0.0}
 
 
-def decided_sets(rows: list[dict[str, Any]], conf: list[np.ndarray], ambiguity: np.ndarray | None, threshold: float) -> list[list[str]]:
-    """What answer-set-decider.ts returns: answers at or over the threshold by confidence, the best alone when not ambiguous."""
+def decided_sets(rows: list[dict[str, Any]], conf: list[np.ndarray], ambiguity: np.ndarray | None, threshold: float, max_answers: int) -> list[list[str]]:
+    """What answer-set-decider.ts returns: candidates at or over the threshold by confidence (the
+    best always), at most max_answers, the best alone when not ambiguous."""
     out = []
     for i, r in enumerate(rows):
-        kept = sorted(((c, a["answer"]) for c, a in zip(conf[i], r["answers"]) if c >= threshold), key=lambda t: -t[0])
-        answers = [a for _, a in kept]
-        out.append(answers if ambiguity is None or ambiguity[i] > 0.5 else answers[:1])
+        ranked = sorted(((c, a["answer"]) for c, a in zip(conf[i], r["answers"])), key=lambda t: -t[0])
+        answers = [a for k, (c, a) in enumerate(ranked) if k == 0 or c >= threshold]
+        out.append(answers[:max_answers] if ambiguity is None or ambiguity[i] > 0.5 else answers[:1])
     return out
+
+
+def set_features(row: dict[str, Any], question_logit: float, conf: np.ndarray) -> dict[str, float]:
+    """answer-set-decider.ts readingFeatures, from the same inputs: the verified set's spread."""
+    ranked = sorted(conf.tolist(), reverse=True) + [0.0, 0.0, 0.0]
+    over = [a for a, c in zip(row["answers"], conf) if c >= VERIFIED]
+    return {
+        **row["reading"], "questionLogit": question_logit,
+        "verifiedFirst": ranked[0], "verifiedSecond": ranked[1], "verifiedThird": ranked[2], "verifiedSum": float(conf.sum()),
+        "verifiedCount": float(len(over)), "verifiedPassages": float(len({a["features"].get("passage", -1 - k) for k, a in enumerate(over)})),
+    }
+
+
+def per_question(rows: list[dict[str, Any]], values: np.ndarray) -> list[np.ndarray]:
+    """Row-flat candidate values split back into one array per question."""
+    out, at = [], 0
+    for r in rows:
+        out.append(values[at:at + len(r["answers"])])
+        at += len(r["answers"])
+    return out
+
+
+def fit_reading(tune: list[dict[str, Any]], q_logit: np.ndarray, cfg: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The verifier, the detector and the set rule for the rows of one passage count."""
+    cs, folds = cfg["Cs"], cfg["folds"]
+    features = cfg.get("answer_features", ANSWER_FEATURES)
+    xa = np.array([[a["features"][f] for f in features] for r in tune for a in r["answers"]], dtype=np.float64)
+    ya = np.array([float(a["correct"]) for r in tune for a in r["answers"]])
+    groups = np.array([i for i, r in enumerate(tune) for _ in r["answers"]])
+    raw = np.minimum(np.exp(xa[:, features.index("logProbability")]), 1)
+    c_a, oof_a = choose_c(xa, ya, cs, folds, seed, groups)
+    a_json, _, _ = fit(xa, ya, c_a, features)
+    conf = per_question(tune, oof_a)
+    verifier = {
+        "C": c_a, "candidates": len(ya), "correct_share": float(ya.mean()), "cross_validated_auroc": float(roc_auc_score(ya, oof_a)),
+        "raw_probability_auroc": float(roc_auc_score(ya, raw)),
+        "raw": {"ece": ece(raw, ya), "brier": float(np.mean((raw - ya) ** 2))},
+        "cross_validated": {"ece": ece(oof_a, ya), "brier": float(np.mean((oof_a - ya) ** 2))},
+    }
+
+    # Ambiguity over the verified set. A tuning set of one class cannot teach what reading adds, so
+    # the detector is then the question-only model itself (the identity on its logit), and says so.
+    ym = np.array([float(r["multi"]) for r in tune])
+    reading = cfg.get("reading_features", READING_FEATURES)
+    if len(set(ym.tolist())) > 1:
+        xm = np.array([[set_features(r, q_logit[i], conf[i])[f] for f in reading] for i, r in enumerate(tune)], dtype=np.float64)
+        c_m, oof_m = choose_c(xm, ym, cs, folds, seed)
+        m_json, _, _ = fit(xm, ym, c_m, reading)
+        ambiguity = {"model": "question-only logit + the verified set", "C": c_m, "tune_multi_share": float(ym.mean()), "tune_cv_auroc": float(roc_auc_score(ym, oof_m)),
+                     "tune_question_only_auroc": float(roc_auc_score(ym, q_logit)), "tune_cv_accuracy": float(np.mean((oof_m > 0.5) == ym))}
+    else:
+        oof_m = 1 / (1 + np.exp(-q_logit))
+        m_json = {"features": ["questionLogit"], "mean": [0.0], "scale": [1.0], "weights": [1.0], "bias": 0.0, "C": None}
+        ambiguity = {"model": "question-only (the tuning set has one class, so reading features were not fit)", "tune_multi_share": float(ym.mean()),
+                     "tune_share_judged_multi": float(np.mean(oof_m > 0.5))}
+
+    grid = []
+    for t in cfg["thresholds"]:
+        for m in cfg.get("max_answers", [5]):
+            for detector in (True, False):
+                sets = decided_sets(tune, conf, oof_m if detector else None, t, m)
+                grid.append({"minConfidence": t, "maxAnswers": m, "detector": detector, "f1": f1_answer(tune, sets),
+                             "answers_per_multi": float(np.mean([len(s) for s, r in zip(sets, tune) if r["multi"]] or [0])),
+                             "by_set": {name: f1_answer([r for r in tune if r.get("set") == name], [s for s, r in zip(sets, tune) if r.get("set") == name])
+                                        for name in sorted({r.get("set", "tune") for r in tune})}})
+    # The best F1; among settings within 0.001 of it, the higher threshold and the fewer answers.
+    chosen = max(grid, key=lambda g: (round(g["f1"]["all"], 3), g["minConfidence"], -g["maxAnswers"]))
+    reader_alone = f1_answer(tune, [[a["answer"] for a in r["answers"]][:1] for r in tune])
+    return {"answer": a_json, "ambiguity_model": m_json, "verifier": verifier, "ambiguity": ambiguity, "grid": grid, "chosen": chosen, "best_candidate_alone": reader_alone}
 
 
 def run(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     cs, folds = cfg["Cs"], cfg["folds"]
     questions = read_jsonl(Path(cfg["questions_file"]))
-    tune = read_jsonl(Path(cfg["tune_file"]))
-    metrics: dict[str, Any] = {"seed": seed, "tune_questions": len(tune)}
+    tune_all = read_jsonl(Path(cfg["tune_file"]))
+    metrics: dict[str, Any] = {"seed": seed, "tune_questions": len({r["id"] for r in tune_all})}
 
     # Question-only.
     def part(pred: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -131,58 +211,31 @@ def run(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
         "ambient_test_ambiguous_share": float(part(lambda q: q["source"] == "ambient-test")[1].mean()),
     }
 
-    # Answer calibrator.
-    answers = [(i, a) for i, r in enumerate(tune) for a in r["answers"]]
-    xa = np.array([[a["features"][f] for f in ANSWER_FEATURES] for _, a in answers], dtype=np.float64)
-    ya = np.array([float(a["correct"]) for _, a in answers])
-    raw = np.exp(xa[:, 0])
-    c_a, oof_a = choose_c(xa, ya, cs, folds, seed)
-    a_json, _, _ = fit(xa, ya, c_a, ANSWER_FEATURES)
-    metrics["answer_calibrator"] = {
-        "C": c_a, "answers": len(ya), "correct_share": float(ya.mean()),
-        "raw": {"ece": ece(np.minimum(raw, 1), ya), "brier": float(np.mean((np.minimum(raw, 1) - ya) ** 2))},
-        "cross_validated": {"ece": ece(oof_a, ya), "brier": float(np.mean((oof_a - ya) ** 2))},
-    }
-
-    # Ambiguity: reading features with the question-only logit. A tuning split of one class (the
-    # shipped one is qa-feedback's 500 AmbigNQ train questions, every one multi) cannot teach what
-    # reading adds, so the detector is then the question-only model itself (the identity on its
-    # logit), and says so.
-    tq = np.array([r["embedding"] for r in tune], dtype=np.float64)
-    q_logit = q_model.decision_function(q_std(tq))
-    ym = np.array([float(r["multi"]) for r in tune])
-    if len(set(ym.tolist())) > 1:
-        xm = np.array([[q_logit[i] if f == "questionLogit" else r["reading"][f] for f in READING_FEATURES] for i, r in enumerate(tune)], dtype=np.float64)
-        c_m, oof_m = choose_c(xm, ym, cs, folds, seed)
-        m_json, _, _ = fit(xm, ym, c_m, READING_FEATURES)
-        metrics["ambiguity"] = {"model": "question-only logit + reading features", "C": c_m, "tune_multi_share": float(ym.mean()), "tune_cv_auroc": float(roc_auc_score(ym, oof_m)),
-                                "tune_question_only_auroc": float(roc_auc_score(ym, q_logit)), "tune_cv_accuracy": float(np.mean((oof_m > 0.5) == ym))}
-    else:
-        oof_m = 1 / (1 + np.exp(-q_logit))
-        m_json = {"features": ["questionLogit"], "mean": [0.0], "scale": [1.0], "weights": [1.0], "bias": 0.0, "C": None}
-        metrics["ambiguity"] = {"model": "question-only (the tuning split has one class, so reading features were not fit)", "tune_multi_share": float(ym.mean()),
-                                "tune_share_judged_multi": float(np.mean(oof_m > 0.5))}
-
-    # minConfidence by F1 answer on the tuning split, from out-of-fold predictions.
-    conf = [np.zeros(len(r["answers"])) for r in tune]
-    for k, (i, _) in enumerate(answers):
-        conf[i][sum(1 for j, _ in answers[:k] if j == i)] = oof_a[k]
-    raw_sets = [[a["answer"] for a in r["answers"]] for r in tune]
-    grid = []
-    for t in cfg["thresholds"]:
-        grid.append({"minConfidence": t, "with_detector": f1_answer(tune, decided_sets(tune, conf, oof_m, t)), "without_detector": f1_answer(tune, decided_sets(tune, conf, None, t))})
-    # Chosen without the detector: on a one-class split, cutting a set to one answer is only ever
-    # wrong, which says nothing of the threshold.
-    chosen = max(grid, key=lambda g: (round(g["without_detector"]["all"], 4), -g["minConfidence"]))
-    metrics["tune_f1_answer"] = {"reader_alone": f1_answer(tune, raw_sets), "grid": grid, "chosen": chosen}
+    # Per passage count: the verifier, the detector and the set rule; a larger count only when it
+    # beats every smaller one by more than the tolerance.
+    by_read: dict[int, dict[str, Any]] = {}
+    for n in sorted({int(r.get("read", 0)) for r in tune_all}):
+        tune = [r for r in tune_all if int(r.get("read", 0)) == n]
+        q_logit = q_model.decision_function(q_std(np.array([r["embedding"] for r in tune], dtype=np.float64)))
+        by_read[n] = fit_reading(tune, q_logit, cfg, seed)
+    read, fitted = None, None
+    for n, f in by_read.items():
+        if fitted is None or f["chosen"]["f1"]["all"] > fitted["chosen"]["f1"]["all"] + cfg.get("tolerance", 0.003):
+            read, fitted = n, f
+    assert fitted is not None
+    metrics["by_read"] = {str(n): {k: v for k, v in f.items() if k not in ("answer", "ambiguity_model")} for n, f in by_read.items()}
+    metrics["chosen"] = {"read": read, **fitted["chosen"]}
 
     out = Path(cfg["out"])
     out.mkdir(parents=True, exist_ok=True)
-    model = {"reader": cfg["reader"], "answer": a_json, "questionOnly": q_json, "ambiguity": m_json, "minConfidence": chosen["minConfidence"],
+    chosen = fitted["chosen"]
+    model = {"reader": cfg["reader"], "answer": fitted["answer"], "questionOnly": q_json, "ambiguity": fitted["ambiguity_model"],
+             "minConfidence": chosen["minConfidence"], "maxAnswers": chosen["maxAnswers"], "detector": chosen["detector"],
+             **({"read": read} if read else {}), "candidates": cfg.get("candidates", 20),
              "fit": {"seed": seed, "tune_file": cfg["tune_file"], "questions_file": cfg["questions_file"]}}
     write_atomic(out / "calibration.json", json.dumps(model) + "\n")
     Path(cfg["metrics_out"]).parent.mkdir(parents=True, exist_ok=True)
-    Path(cfg["metrics_out"]).write_text(json.dumps(metrics, indent=2) + "\n")
+    write_atomic(Path(cfg["metrics_out"]), json.dumps(metrics, indent=2) + "\n")
     return metrics
 
 
