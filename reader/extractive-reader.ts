@@ -242,12 +242,14 @@ export class ExtractiveReader {
       if (this.options.dropContaining && kept.some((k) => k.words.length < words.length && containsTokens(words, k.words))) continue
       kept.push({ ...answer, words })
     }
+    // An answer that names a passage read (a person, a film) is often what a "who" or "which" asks for.
+    const titles = new Set(item.passages.map((p) => normalizeAnswer(p.title)))
     return kept.map((a) => {
       // Evidence: every passage read that holds the answer (DPR's match), else the ones it came from.
       const holding = item.passages.filter((p) => hasAnswer(`${p.title} ${p.text}`, [a.text]))
       const from = [...new Set(a.spans.map((s) => s.passage))].sort((x, y) => x - y)
       const evidence = holding.length > 0 ? holding : from.map((p) => item.passages[p]!)
-      return { answer: a.text, probability: Math.min(1, a.probability), evidence, features: candidateFeatures(a.spans, a.words.length, holding.length) }
+      return { answer: a.text, probability: Math.min(1, a.probability), evidence, features: { ...candidateFeatures(a.spans, a.words.length, holding.length), ...answerShape(item.question, a.text), titleMatch: titles.has(normalizeAnswer(a.text)) ? 1 : 0 } }
     })
   }
 
@@ -265,8 +267,13 @@ export class ExtractiveReader {
 export function candidateFeatures(spans: readonly ScoredSpan[], words: number, holding: number): Record<string, number> {
   const best = spans.reduce((a, b) => (b.local > a.local ? b : a))
   const passages = new Set(spans.map((s) => s.passage))
+  // Per passage, its best span of this candidate: how much of each passage's own answer mass it holds.
+  const perPassage = new Map<number, number>()
+  for (const s of spans) perPassage.set(s.passage, Math.max(perPassage.get(s.passage) ?? -Infinity, s.local))
   return {
     bestLocal: best.local,
+    localMass: [...perPassage.values()].reduce((sum, l) => sum + Math.exp(l), 0),
+    bestInPassage: Math.min(...spans.map((s) => s.inPassage)),
     bestRelevance: Math.max(...spans.map((s) => s.relevance)),
     bestPassageLogProb: Math.max(...spans.map((s) => s.passageLogProb)),
     firstSpanPassage: Math.log1p(Math.min(...passages)),
@@ -275,6 +282,28 @@ export function candidateFeatures(spans: readonly ScoredSpan[], words: number, h
     holdingPassages: holding,
     words,
     passage: best.passage,
+  }
+}
+
+/**
+ * Whether the candidate has the shape the question asks for (a date for "when", a name for "who", a
+ * number for "how many"), and how much of it repeats the question: a small reader often answers
+ * with words of the question or with the wrong kind of thing.
+ */
+export function answerShape(question: string, answer: string): Record<string, number> {
+  const q = question.toLowerCase()
+  const words = answer.split(/\s+/).filter(Boolean)
+  const hasDigit = /\d/.test(answer) ? 1 : 0
+  const capitalised = words.length > 0 ? words.filter((w) => /^[A-Z]/.test(w)).length / words.length : 0
+  const askWhen = /^(when|what year|what date)\b|\bwhat year\b/.test(q) ? 1 : 0
+  const askWho = /^(who|whom|whose)\b|\bwho\b/.test(q) ? 1 : 0
+  const askHowMany = /\bhow (many|much)\b/.test(q) ? 1 : 0
+  const questionWords = new Set(normalizeAnswer(question).split(' '))
+  const own = normalizeAnswer(answer).split(' ').filter(Boolean)
+  return {
+    hasDigit, capitalised, askWhen, askWho, askHowMany,
+    whenDate: askWhen * hasDigit, whoName: askWho * capitalised, howManyNumber: askHowMany * hasDigit,
+    inQuestion: own.length > 0 ? own.filter((w) => questionWords.has(w)).length / own.length : 0,
   }
 }
 

@@ -21,7 +21,7 @@ import { runCoTraining } from '../training/cotrain-run.js'
 import { pythonCommand } from '../training/python-process.js'
 import { contextFor, parseNumber } from './context.js'
 
-/** Extractive reader groups: questions per source (SQuAD has 86k, NQ-open gold 2.6k) and negatives each. */
+/** Extractive reader groups: questions per source by default (SQuAD has 86k, NQ-open gold 2.6k) and negatives each. */
 const READER_PER_SOURCE = 24_000
 const READER_NEGATIVES = 4
 
@@ -47,7 +47,8 @@ export function registerTrainCommands(program: Command): void {
     .option('--negatives <n>', 'BM25 hard negatives per reranker question', parseNumber('--negatives'), 3)
     .option('--depth <n>', 'BM25 depth searched for them', parseNumber('--depth'), 30)
     .option('--per-source <n>', 'reranker questions mined per source', parseNumber('--per-source'), 4000)
-    .action(async (o: { data: string; out: string; seed: string; store: string; negatives: number; depth: number; perSource: number }, command: Command) => {
+    .option('--reader-per-source <n>', 'extractive reader questions mined per source (90000 takes every SQuAD one)', parseNumber('--reader-per-source'), READER_PER_SOURCE)
+    .action(async (o: { data: string; out: string; seed: string; store: string; negatives: number; depth: number; perSource: number; readerPerSource: number }, command: Command) => {
       const code = runPython('data', ['build', '--data', o.data, '--out', o.out, '--seed', o.seed])
       if (code !== 0) return exitWith(code)
       const ctx = contextFor(command, { store: o.store })
@@ -68,7 +69,7 @@ export function registerTrainCommands(program: Command): void {
         // held-out groups are the reranker's: the same questions, as that file is not capped).
         const r = await mineHardNegatives({
           retriever, input: join(o.out, 'reranker-train.jsonl'), output: join(o.out, 'reader-groups-train.jsonl'),
-          depth: o.depth, negatives: READER_NEGATIVES, perSource: READER_PER_SOURCE, log: ctx.log,
+          depth: o.depth, negatives: READER_NEGATIVES, perSource: o.readerPerSource, log: ctx.log,
         })
         ctx.out(`reader-groups-train.jsonl: ${r.groups} questions with ${READER_NEGATIVES} BM25 hard negatives each (${r.skipped} without enough)`)
       } finally {

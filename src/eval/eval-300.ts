@@ -41,11 +41,14 @@ export function eval300Questions(dataDir: string): { questions: string; ids: str
 export function asqaKnowledgeSource(dataDir: string, out: string): SourceSpec {
   if (!existsSync(out)) {
     const eval300 = new Set(readFileSync(requireSharedFile(dataDir, 'splits/eval-300.txt', 'the eval-300 questions'), 'utf8').split(/\s+/).filter(Boolean))
-    const asqa = JSON.parse(readFileSync(requireSharedFile(dataDir, 'asqa/asqa_dev.json', 'the ASQA knowledge snippets'), 'utf8')) as { id: string; annotations: { knowledge: { content: string; wikipage: string | null }[] }[] }[]
+    const asqa = JSON.parse(readFileSync(requireSharedFile(dataDir, 'asqa/asqa_dev.json', 'the ASQA knowledge snippets'), 'utf8')) as { id: string; annotations: { knowledge: { content: string | null; wikipage: string | null }[] }[] }[]
     const lines: string[] = []
     for (const record of asqa) {
       if (eval300.has(record.id)) continue
-      record.annotations.flatMap((a) => a.knowledge).forEach((k, i) => lines.push(JSON.stringify({ id: `asqa:${record.id}:${i}`, title: k.wikipage ?? '', text: k.content })))
+      // A few snippets have no text (content null): nothing to index.
+      record.annotations.flatMap((a) => a.knowledge).forEach((k, i) => {
+        if (typeof k.content === 'string' && k.content.trim() !== '') lines.push(JSON.stringify({ id: `asqa:${record.id}:${i}`, title: k.wikipage ?? '', text: k.content }))
+      })
     }
     writeFileSync(`${out}.tmp`, `${lines.join('\n')}\n`)
     renameSync(`${out}.tmp`, out)

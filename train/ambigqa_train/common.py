@@ -19,6 +19,20 @@ def setup(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def pick_device(name: str) -> torch.device:
+    """cpu, cuda or auto (cuda when there is one). On CUDA, fp32 with TF32 matmuls: bf16 autocast
+    went NaN within 50 steps on the extractive reader (issue 26), so it is not offered."""
+    if name not in ("cpu", "cuda", "auto"):
+        raise SystemExit(f"device {name!r} is not one of cpu, cuda, auto")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("device cuda asked for, but torch sees no CUDA device (torch.cuda.is_available() is False)")
+    device = torch.device("cuda" if name == "cuda" or (name == "auto" and torch.cuda.is_available()) else "cpu")
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    return device
+
+
 def load_config(path: Path) -> dict[str, Any]:
     """The config as a dict; a missing or malformed file exits with a message naming it."""
     try:
@@ -42,16 +56,47 @@ def read_jsonl(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
     return rows
 
 
+def batch_at(rows: list[dict[str, Any]], size: int, seed: int, step: int) -> list[dict[str, Any]]:
+    """The batch of a step: each epoch a shuffle of its own, reproducible from (seed, step) for resuming."""
+    epoch, i = divmod(step, max(1, len(rows) // size))
+    order = list(range(len(rows)))
+    random.Random(seed * 1_000_003 + epoch).shuffle(order)
+    return [rows[j] for j in order[i * size : (i + 1) * size]] or rows[:size]
+
+
 def batches(rows: list[dict[str, Any]], size: int, seed: int, start_step: int) -> Iterator[list[dict[str, Any]]]:
     """An endless stream of shuffled batches, reproducible from (seed, step) for resuming."""
-    epoch_len = max(1, len(rows) // size)
     step = start_step
     while True:
-        epoch, i = divmod(step, epoch_len)
-        order = list(range(len(rows)))
-        random.Random(seed * 1_000_003 + epoch).shuffle(order)
-        yield [rows[j] for j in order[i * size : (i + 1) * size]] or rows[:size]
+        yield batch_at(rows, size, seed, step)
         step += 1
+
+
+class _PreparedSteps(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """Step i's batch, prepared (tokenised) by a DataLoader worker."""
+
+    def __init__(self, rows: list[dict[str, Any]], size: int, seed: int, prepare: Callable[[list[dict[str, Any]]], Any]) -> None:
+        self.rows, self.size, self.seed, self.prepare = rows, size, seed, prepare
+
+    def __len__(self) -> int:
+        return 1 << 62
+
+    def __getitem__(self, step: int) -> Any:
+        return self.prepare(batch_at(self.rows, self.size, self.seed, step))
+
+
+def prepared_batches(rows: list[dict[str, Any]], size: int, seed: int, start_step: int, stop: int,
+                     prepare: Callable[[list[dict[str, Any]]], Any], workers: int) -> Iterator[Any]:
+    """The same batches as `batches`, each passed through `prepare`; with workers, prepared ahead in
+    that many processes (in order), so that tokenising on the CPU does not starve a GPU."""
+    if workers <= 0:
+        for step in range(start_step, stop):
+            yield prepare(batch_at(rows, size, seed, step))
+        return
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    loader = torch.utils.data.DataLoader(_PreparedSteps(rows, size, seed, prepare), batch_size=None, sampler=range(start_step, stop),
+                                         num_workers=workers, prefetch_factor=4)
+    yield from loader
 
 
 def lr_at(step: int, base: float, warmup: int, total: int) -> float:
@@ -69,20 +114,25 @@ def run_steps(
     seed: int,
     start_step: int,
     ckpt: Path,
-    loss_of: Callable[[list[dict[str, Any]]], torch.Tensor],
+    loss_of: Callable[[Any], torch.Tensor],
     rate_key: str,
+    prepare: Callable[[list[dict[str, Any]]], Any] | None = None,
 ) -> dict[str, float]:
     """The training loop both models share: warm-up/linear LR, clipping, JSON progress lines with
-    the rate, and an atomic checkpoint (model, tokenizer, optimizer, step) every save_every steps."""
+    the rate, and an atomic checkpoint (model, tokenizer, optimizer, step) every save_every steps.
+    With `prepare`, each batch of rows goes through it first (in cfg["workers"] DataLoader
+    processes when given) and loss_of receives what it returns."""
     steps, step = int(cfg["steps"]), start_step
     # stop_at ends this run early on the same schedule: a later run with a higher stop_at resumes
     # it exactly (warm starts are compared at equal examples, then the best one goes on).
     stop = min(steps, int(cfg.get("stop_at", steps)))
     log_every, save_every = cfg.get("log_every", 10), cfg.get("save_every", 200)
     t0, seen, loss_sum, n_loss, last = time.time(), 0, 0.0, 0, float("nan")
-    stream = batches(rows, cfg["batch_size"], seed, step)
+    stream = prepared_batches(rows, cfg["batch_size"], seed, step, stop, prepare or (lambda b: b), int(cfg.get("workers", 0)) if prepare else 0)
     while step < stop:
         batch = next(stream)
+        # A prepared batch says how many examples it holds ("n").
+        size = len(batch) if isinstance(batch, list) else int(batch["n"])
         for g in opt.param_groups:
             g["lr"] = lr_at(step, g.get("base_lr", cfg["lr"]), cfg.get("warmup", 0), steps)
         loss = loss_of(batch)
@@ -91,13 +141,13 @@ def run_steps(
         opt.step()
         opt.zero_grad(set_to_none=True)
         step += 1
-        seen += len(batch)
+        seen += size
         loss_sum += loss.item()
         n_loss += 1
         if step % log_every == 0 or step == stop:
             last = loss_sum / n_loss
             rate = seen / (time.time() - t0)
-            eta = (stop - step) * len(batch) / max(1e-9, rate)
+            eta = (stop - step) * size / max(1e-9, rate)
             print(json.dumps({"step": step, "of": stop, "loss": round(last, 4), rate_key: round(rate, 2), "eta_s": round(eta)}), flush=True)
             loss_sum, n_loss = 0.0, 0
         if step % save_every == 0 or step == stop:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -47,6 +48,26 @@ def from_encoder(bert: BertModel, seed: int) -> ExtractiveReader:
     return model
 
 
+def from_quantized_onnx(folder: Path) -> tuple[ExtractiveReader, PreTrainedTokenizerFast]:
+    """An exported reader folder (config.json, tokenizer.json, model_quantized.onnx: what
+    assets/models/extractive ships) back as a trainable model: the int8 weights dequantised exactly
+    (onnx_weights.quantized_state_dict). A machine that cannot receive 133 MB of fp32 weights starts
+    from the 34 MB int8 file this way."""
+    import onnx
+
+    from .onnx_weights import quantized_state_dict
+
+    model = ExtractiveReader(BertConfig.from_pretrained(str(folder)))
+    state = quantized_state_dict(onnx.load(str(folder / "model_quantized.onnx")).graph)
+    # Positions are a buffer transformers makes itself, not a weight.
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [m for m in missing if not m.endswith("position_ids")]
+    if missing or unexpected:
+        raise ValueError(f"{folder}/model_quantized.onnx: weights not recovered {missing}, unknown {unexpected}")
+    tok = PreTrainedTokenizerFast.from_pretrained(str(folder))
+    return model, tok
+
+
 def passage_text(title: str, text: str) -> str:
     """The second segment, as every reader input writes a passage (reader/reader-input.ts)."""
     return f"{title}: {text}"
@@ -69,18 +90,16 @@ def encode(tok: PreTrainedTokenizerFast, questions: list[str], passages: list[st
               return_offsets_mapping=True, return_tensors="pt")
     offsets = enc.pop("offset_mapping").tolist()
     n, length = enc["input_ids"].shape
-    span_mask = torch.zeros(n, length, dtype=torch.bool)
-    word_start = torch.zeros(n, length, dtype=torch.bool)
-    word_end = torch.zeros(n, length, dtype=torch.bool)
-    for i in range(n):
-        seq = enc.sequence_ids(i)
-        words = enc.word_ids(i)
-        for t in range(length):
-            if seq[t] != 1:
-                continue
-            span_mask[i, t] = True
-            word_start[i, t] = t == 0 or seq[t - 1] != 1 or words[t - 1] != words[t]
-            word_end[i, t] = t + 1 >= length or seq[t + 1] != 1 or words[t + 1] != words[t]
+    # Per row: which sequence each token belongs to (-1 special/padding) and its word (-1 none).
+    seq = torch.tensor([[-1 if x is None else x for x in enc.sequence_ids(i)] for i in range(n)])
+    word = torch.tensor([[-1 if x is None else x for x in enc.word_ids(i)] for i in range(n)])
+    span_mask = seq == 1
+    before = torch.nn.functional.pad(span_mask, (1, 0))[:, :-1]
+    after = torch.nn.functional.pad(span_mask, (0, 1))[:, 1:]
+    word_before = torch.nn.functional.pad(word, (1, 0), value=-2)[:, :-1]
+    word_after = torch.nn.functional.pad(word, (0, 1), value=-2)[:, 1:]
+    word_start = span_mask & (~before | (word_before != word))
+    word_end = span_mask & (~after | (word_after != word))
     return Encoded(dict(enc), span_mask, word_start, word_end, [[(a, b) for a, b in o] for o in offsets], passages)
 
 
@@ -112,28 +131,43 @@ def group_passages(group: dict[str, Any], negatives: int, words: int) -> tuple[l
 NEG = -1e4
 
 
-def group_loss(model: ExtractiveReader, tok: PreTrainedTokenizerFast, groups: list[dict[str, Any]], negatives: int, max_len: int, words: int) -> torch.Tensor:
-    """Selection cross-entropy over each group plus the shared-normalised span loss of its gold spans."""
+def prepare_groups(tok: PreTrainedTokenizerFast, groups: list[dict[str, Any]], negatives: int, max_len: int, words: int) -> dict[str, Any]:
+    """What group_loss computes on the CPU (picklable, for DataLoader workers): the tokenised
+    passages of each group (gold first), the span mask, and each gold passage's answer token spans."""
     texts = [group_passages(g, negatives, words)[0] for g in groups]
     width = min(len(t) for t in texts)
     questions = [g["question"] for g, t in zip(groups, texts) for _ in t[:width]]
     enc = encode(tok, questions, [p for t in texts for p in t[:width]], max_len)
-    start, end, relevance = model(**enc.features)
-    b, length = len(groups), start.shape[1]
-    selection = nn.functional.cross_entropy(relevance.view(b, width), torch.zeros(b, dtype=torch.long))
-    start = start.masked_fill(~enc.span_mask, NEG).view(b, width * length).log_softmax(-1)
-    end = end.masked_fill(~enc.span_mask, NEG).view(b, width * length).log_softmax(-1)
+    # Lists, as a DataLoader hands them back (it turns tuples into lists).
+    spans = [[[a, z] for a, z in answer_token_spans(enc.texts[g * width], enc.offsets[g * width], enc.span_mask[g * width], group["answers"])] for g, group in enumerate(groups)]
+    return {"n": len(groups), "width": width, "features": enc.features, "span_mask": enc.span_mask, "spans": spans}
+
+
+def prepared_loss(model: ExtractiveReader, batch: dict[str, Any]) -> torch.Tensor:
+    """Selection cross-entropy over each group plus the shared-normalised span loss of its gold
+    spans, on the model's device."""
+    device = next(model.parameters()).device
+    start, end, relevance = model(**{k: v.to(device) for k, v in batch["features"].items()})
+    b, width, length = batch["n"], batch["width"], start.shape[1]
+    span_mask = batch["span_mask"].to(device)
+    selection = nn.functional.cross_entropy(relevance.view(b, width), torch.zeros(b, dtype=torch.long, device=device))
+    start = start.masked_fill(~span_mask, NEG).view(b, width * length).log_softmax(-1)
+    end = end.masked_fill(~span_mask, NEG).view(b, width * length).log_softmax(-1)
     span_losses = []
-    for g, group in enumerate(groups):
-        row = g * width  # the gold passage is the first of its group
-        spans = answer_token_spans(enc.texts[row], enc.offsets[row], enc.span_mask[row], group["answers"])
+    # The gold passage is the first of its group, so its tokens are the first `length` of the row.
+    for g, spans in enumerate(batch["spans"]):
         if not spans:
             continue
-        s = torch.tensor([a for a, _ in spans])
-        e = torch.tensor([z for _, z in spans])
+        s = torch.tensor([a for a, _ in spans], device=device)
+        e = torch.tensor([z for _, z in spans], device=device)
         span_losses.append(-(start[g, s].logsumexp(0) + end[g, e].logsumexp(0)))
     span = torch.stack(span_losses).mean() if span_losses else start.new_zeros(())
     return selection + span
+
+
+def group_loss(model: ExtractiveReader, tok: PreTrainedTokenizerFast, groups: list[dict[str, Any]], negatives: int, max_len: int, words: int) -> torch.Tensor:
+    """prepare_groups then prepared_loss, in one process."""
+    return prepared_loss(model, prepare_groups(tok, groups, negatives, max_len, words))
 
 
 @dataclass

@@ -35,7 +35,8 @@ from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 from .common import load_config, read_jsonl, write_atomic
 
 ANSWER_FEATURES = ["logProbability", "shareOfBest", "rank", "setSize", "evidence", "firstEvidenceRank",
-                   "bestLocal", "bestRelevance", "bestPassageLogProb", "firstSpanPassage", "spanPassages", "topSpanPassages", "holdingPassages", "words"]
+                   "bestLocal", "localMass", "bestInPassage", "bestRelevance", "bestPassageLogProb", "firstSpanPassage", "spanPassages", "topSpanPassages", "holdingPassages", "words",
+                   "hasDigit", "capitalised", "askWhen", "askWho", "askHowMany", "whenDate", "whoName", "howManyNumber", "inQuestion", "titleMatch"]
 READING_FEATURES = ["questionLogit", "readTitles", "verifiedFirst", "verifiedSecond", "verifiedThird", "verifiedSum", "verifiedCount", "verifiedPassages"]
 # answer-set-decider.ts VERIFIED: a candidate counts towards the set's spread from this confidence.
 VERIFIED = 0.25

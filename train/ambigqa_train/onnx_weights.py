@@ -106,3 +106,49 @@ def parity(model: BertModel, tok: PreTrainedTokenizerFast, path: Path) -> float:
     theirs = session.run(None, feeds)[0]
     mask = feeds["attention_mask"][..., None].astype(bool)
     return float(np.abs(np.where(mask, ours - theirs, 0)).max())
+
+
+def quantized_state_dict(graph: onnx.GraphProto) -> dict[str, torch.Tensor]:
+    """The fp32 weights behind an int8 graph that onnxruntime's dynamic quantisation wrote (the
+    shipped `model_quantized.onnx`): each Linear's weight is `W_quantized` (int8, [in, out]) read by
+    MatMulInteger with `W_zero_point` and, through the Mul after it, `W_scale` per output column,
+    named by the bias added next; each embedding table is uint8 behind a DequantizeLinear with one
+    scale. W = (q - zero_point) * scale, exactly the values the int8 graph computes with."""
+    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    producers = {o: n for n in graph.node for o in n.output}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    # The exporter keeps one copy of equal parameters (a fresh model's zero biases) and names the
+    # others by an Identity of it.
+    for node in graph.node:
+        if node.op_type == "Identity" and node.input[0] in inits and node.output[0].endswith((".bias", ".weight")):
+            inits[node.output[0]] = inits[node.input[0]]
+    state = {k: torch.from_numpy(v.copy()) for k, v in inits.items() if v.dtype == np.float32 and (k.endswith(".bias") or "LayerNorm" in k)}
+
+    def weight_scale(mul_input: str) -> np.ndarray:
+        # The scale the MatMulInteger output is multiplied by: (activation scale) × (weight scale).
+        scales = producers[mul_input]
+        return next(inits[n] for n in scales.input if n in inits)
+
+    for node in graph.node:
+        if node.op_type != "MatMulInteger":
+            continue
+        q_name, zp_name = node.input[1], node.input[3]
+        cast = consumers[node.output[0]][0]
+        mul = consumers[cast.output[0]][0]
+        scale = weight_scale(next(n for n in mul.input if n != cast.output[0]))
+        add = consumers[mul.output[0]][0]
+        bias = next(n for n in add.input if n.endswith(".bias") and n in inits)
+        w = (inits[q_name].astype(np.float32) - inits[zp_name].astype(np.float32)) * scale
+        state[bias[: -len(".bias")] + ".weight"] = torch.from_numpy(np.ascontiguousarray(w.T))
+    for node in graph.node:
+        if node.op_type != "DequantizeLinear":
+            continue
+        gather = producers[node.input[0]]
+        table = gather.input[0]
+        name = table[: -len("_quantized")] if table.endswith("_quantized") else table
+        w = (inits[table].astype(np.float32) - inits[node.input[2]].astype(np.float32)) * inits[node.input[1]]
+        state[name] = torch.from_numpy(np.ascontiguousarray(w))
+    return state

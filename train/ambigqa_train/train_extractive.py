@@ -7,11 +7,16 @@ Config keys: out, warm_start (a folder name under models/encoders: e5-small-v2, 
 all-minilm-l6-v2; fp32, fetched by scripts/assets), train_file (reader-groups-train.jsonl),
 limit, nq_repeat (NQ-open groups repeated: their questions are AmbigNQ's kind, SQuAD's are not),
 max_len, words (each passage cut to this many words, as serving reads 100-word passages),
-negatives, batch_size (groups), lr, warmup, steps, log_every, save_every.
+negatives, batch_size (groups), lr, warmup, steps, log_every, save_every; init_quantized (instead
+of warm_start: an exported reader folder whose int8 model_quantized.onnx is dequantised and trained
+on, e.g. assets/models/extractive); device (cpu, cuda or auto; --device overrides it); workers
+(DataLoader processes that tokenise the next batches while the model trains on this one; 0 does it
+in line).
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import time
@@ -21,8 +26,8 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerFast
 
-from .common import load_config, read_jsonl, run_steps, setup
-from .extractive import ExtractiveReader, best_spans, encode, from_encoder, group_loss, group_passages
+from .common import load_config, pick_device, read_jsonl, run_steps, setup
+from .extractive import ExtractiveReader, best_spans, encode, from_encoder, from_quantized_onnx, group_passages, prepare_groups, prepared_loss
 from .onnx_weights import recover_bert
 
 
@@ -39,21 +44,27 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
     ckpt = Path(cfg["out"]) / f"seed-{seed}" / "checkpoint"
     rows = training_rows(cfg, seed)
     state: dict[str, Any] = {"step": 0}
+    device = pick_device(cfg.get("device", "cpu"))
     if (ckpt / "state.pt").exists():
         model = ExtractiveReader.from_pretrained(str(ckpt))
         tok = PreTrainedTokenizerFast.from_pretrained(str(ckpt))
-        state = torch.load(ckpt / "state.pt", weights_only=False)
+        state = torch.load(ckpt / "state.pt", weights_only=False, map_location="cpu")
         print(f"train: resuming {ckpt} at step {state['step']}", flush=True)
+    elif cfg.get("init_quantized"):
+        model, tok = from_quantized_onnx(Path(cfg["init_quantized"]))
     else:
         bert, tok = recover_bert(cfg["warm_start"])
         model = from_encoder(bert, seed)
+    # transformers 5 drops token_type_ids unless the tokenizer asks for them, and the reader reads them.
+    tok.model_input_names = ["input_ids", "token_type_ids", "attention_mask"]
+    model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
     if "optimizer" in state:
         opt.load_state_dict(state["optimizer"])
     model.train()
     negatives, max_len, words = int(cfg["negatives"]), int(cfg["max_len"]), int(cfg.get("words", 100))
-    return run_steps(model, tok, opt, rows, cfg, seed, int(state["step"]), ckpt,
-                     lambda batch: group_loss(model, tok, batch, negatives, max_len, words), "groups_per_s")
+    return run_steps(model, tok, opt, rows, cfg, seed, int(state["step"]), ckpt, lambda batch: prepared_loss(model, batch), "groups_per_s",
+                     prepare=functools.partial(prepare_groups, tok, negatives=negatives, max_len=max_len, words=words))
 
 
 def normalize(s: str) -> str:
@@ -104,6 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--config", type=Path, required=True)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--stop-at", type=int, help="stop after this step (the schedule stays the config's)")
+    t.add_argument("--device", choices=["cpu", "cuda", "auto"], help="where to train (default: the config's device, else cpu)")
     e = sub.add_parser("eval")
     e.add_argument("checkpoint", type=Path)
     e.add_argument("--data", type=Path, default=Path("data/train/reranker-groups-heldout.jsonl"))
@@ -113,6 +125,8 @@ def main(argv: list[str] | None = None) -> None:
         cfg = load_config(a.config)
         if a.stop_at is not None:
             cfg["stop_at"] = a.stop_at
+        if a.device is not None:
+            cfg["device"] = a.device
         print(json.dumps(train(cfg, a.seed)))
     else:
         print(json.dumps(evaluate(a.checkpoint, a.data, a.n)))

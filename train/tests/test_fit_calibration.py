@@ -33,8 +33,9 @@ def test_fit_writes_three_logistic_models_and_a_set_rule(tmp_path: Path) -> None
     def candidate(i: int, k: int, correct: bool) -> dict:
         local = -0.5 if correct else -3.0 + rng.gauss(0, 0.3)
         features = {"logProbability": -0.2 - k, "shareOfBest": 1.0 / (k + 1), "rank": k, "setSize": 4, "evidence": 1, "firstEvidenceRank": k,
-                    "bestLocal": local, "bestRelevance": 1.0, "bestPassageLogProb": -1.0, "firstSpanPassage": 0.0, "spanPassages": 1,
-                    "topSpanPassages": 1 if correct else 0, "holdingPassages": 1, "words": 2, "passage": k}
+                    "bestLocal": local, "localMass": 0.5, "bestInPassage": 0, "bestRelevance": 1.0, "bestPassageLogProb": -1.0, "firstSpanPassage": 0.0, "spanPassages": 1,
+                    "topSpanPassages": 1 if correct else 0, "holdingPassages": 1, "words": 2, "passage": k,
+                    "hasDigit": 0, "capitalised": 1.0, "askWhen": 0, "askWho": 1, "askHowMany": 0, "whenDate": 0, "whoName": 1.0, "howManyNumber": 0, "inQuestion": 0.0, "titleMatch": 0}
         return {"answer": f"ans{i}-{k}", "correct": correct, "features": features}
 
     tune = []
