@@ -99,11 +99,13 @@ export function registerTrainCommands(program: Command): void {
     .option('--config <file>', 'training config file (train/configs/*.json)')
     .option('--seed <n>', 'seed', '0')
     .option('--stop-at <step>', 'stop after this step; the learning-rate schedule stays the config\'s, so a later run continues it')
+    .option('--device <device>', 'cpu, cuda or auto (cuda when there is one); default: the config\'s device, else cpu')
     .action((_o: unknown, command: Command) => {
-      const o = command.optsWithGlobals<{ config?: string; seed: string; stopAt?: string }>()
+      const o = command.optsWithGlobals<{ config?: string; seed: string; stopAt?: string; device?: string }>()
       if (!o.config) throw ERR_USAGE('ambigqa train extractive needs a training config', 'Pass --config train/configs/extractive-<warm start>.json')
       if (o.stopAt !== undefined && !/^[1-9]\d{0,6}$/.test(o.stopAt)) throw ERR_USAGE(`--stop-at ${o.stopAt} is not a step number`, 'Give a whole number of steps, e.g. --stop-at 1200')
-      exitWith(runPython('train_extractive', ['train', '--config', o.config, '--seed', o.seed, ...(o.stopAt ? ['--stop-at', o.stopAt] : [])]))
+      if (o.device !== undefined && !['cpu', 'cuda', 'auto'].includes(o.device)) throw ERR_USAGE(`--device ${o.device} is not a device`, 'Give cpu, cuda or auto')
+      exitWith(runPython('train_extractive', ['train', '--config', o.config, '--seed', o.seed, ...(o.stopAt ? ['--stop-at', o.stopAt] : []), ...(o.device ? ['--device', o.device] : [])]))
     })
   train
     .command('calibration-data')

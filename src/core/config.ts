@@ -139,10 +139,13 @@ export const defaults: Config = {
   // kind: which reader gives the answer set; extractive (keep, minProbability, maxAnswers) reads
   // each passage alone and keeps the answers whose probability is within `keep` of the best;
   // rankPrior weighs the retriever's order into its passage scores. The default is the better of
-  // the two on eval-300; read, rankPrior, keep, minProbability and maxAnswers were chosen on
+  // the two on eval-300; rankPrior, keep and minProbability were chosen on
   // train/splits/reader-tune.txt by bench/tune-extractive (BENCHMARKS.md), never on eval-300;
   // dropContaining (an answer holding a better one's words and more is the same answer with its
-  // context) too, there: F1 21.7 against 21.5.
+  // context) too, there: F1 21.7 against 21.5. With the calibration (the default) the reader
+  // recalls `candidates` answers from `read` passages and the decider verifies them: read,
+  // minConfidence and maxAnswers are what `ambigqa train calibration` chose on the tuning sets
+  // (reader-tune and asqa-tune; calibration.json records them), never on eval-300.
   // qd: the question-disambiguation model, which reads qdMaxInputTokens (what it is trained at)
   // and proposes qdCandidates rewrites per answer, of which the best without a fault is returned;
   // qdEvidenceVocabulary: decoding uses only the word pieces of the prompt, answers and evidence.
@@ -158,7 +161,7 @@ export const defaults: Config = {
   reader: {
     kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'qd'),
     precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 8, qdEvidenceVocabulary: true, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
-    keep: 0.3, minProbability: 0, maxAnswers: 3, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), minConfidence: 0.1, oneAnswerWhenUnambiguous: true, read: 10,
+    keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), minConfidence: 0.15, oneAnswerWhenUnambiguous: true, read: 20,
     retrieve: 100,
   },
   log: { level: 'info' },

@@ -14,7 +14,8 @@ strength chosen by cross-validation on its own training rows (folds by question)
   the question-only model alone).
 
 Then, per passage count read, minConfidence and maxAnswers are chosen by F1 answer on the tuning
-sets (exact: the metric's greedy one-to-one match against every annotation's normalised clusters)
+sets, among the settings that return at least min_answers_per_multi answers per multi-answer
+question there (the server's sets are to hold the other answers, not only the likeliest one) (exact: the metric's greedy one-to-one match against every annotation's normalised clusters)
 from out-of-fold predictions, so that no choice is made on answers a model has seen; a larger
 passage count only when it beats a smaller one by more than `tolerance`.
 
@@ -183,7 +184,10 @@ def fit_reading(tune: list[dict[str, Any]], q_logit: np.ndarray, cfg: dict[str, 
                              "by_set": {name: f1_answer([r for r in tune if r.get("set") == name], [s for s, r in zip(sets, tune) if r.get("set") == name])
                                         for name in sorted({r.get("set", "tune") for r in tune})}})
     # The best F1; among settings within 0.001 of it, the higher threshold and the fewer answers.
-    chosen = max(grid, key=lambda g: (round(g["f1"]["all"], 3), g["minConfidence"], -g["maxAnswers"]))
+    # A set must hold the other answers: settings under min_answers_per_multi answers per
+    # multi-answer question on the tuning sets are left out (unless every one is).
+    enough = [g for g in grid if g["answers_per_multi"] >= cfg.get("min_answers_per_multi", 0)] or grid
+    chosen = max(enough, key=lambda g: (round(g["f1"]["all"], 3), g["minConfidence"], -g["maxAnswers"]))
     reader_alone = f1_answer(tune, [[a["answer"] for a in r["answers"]][:1] for r in tune])
     return {"answer": a_json, "ambiguity_model": m_json, "verifier": verifier, "ambiguity": ambiguity, "grid": grid, "chosen": chosen, "best_candidate_alone": reader_alone}
 
