@@ -216,7 +216,8 @@ export class ExtractiveReader {
    * across a bracket or a quotation mark left out; those under
    * `keep` of the best dropped, and an answer whose words lie inside a better one's (the same
    * answer cut short), or with `dropContaining` one that holds a better one's words and more;
-   * nothing when the best is under `minProbability`.
+   * nothing when the best is under `minProbability`. Each answer carries its features for the
+   * verifier (candidateFeatures, answerShape).
    */
   answerSet(item: ReadingQuestion, spans: readonly ScoredSpan[]): PredictedAnswer[] {
     const merged = new Map<string, { text: string; probability: number; spans: ScoredSpan[] }>()
@@ -242,14 +243,13 @@ export class ExtractiveReader {
       if (this.options.dropContaining && kept.some((k) => k.words.length < words.length && containsTokens(words, k.words))) continue
       kept.push({ ...answer, words })
     }
-    // An answer that names a passage read (a person, a film) is often what a "who" or "which" asks for.
     const titles = new Set(item.passages.map((p) => normalizeAnswer(p.title)))
     return kept.map((a) => {
       // Evidence: every passage read that holds the answer (DPR's match), else the ones it came from.
       const holding = item.passages.filter((p) => hasAnswer(`${p.title} ${p.text}`, [a.text]))
       const from = [...new Set(a.spans.map((s) => s.passage))].sort((x, y) => x - y)
       const evidence = holding.length > 0 ? holding : from.map((p) => item.passages[p]!)
-      return { answer: a.text, probability: Math.min(1, a.probability), evidence, features: { ...candidateFeatures(a.spans, a.words.length, holding.length), ...answerShape(item.question, a.text), titleMatch: titles.has(normalizeAnswer(a.text)) ? 1 : 0 } }
+      return { answer: a.text, probability: Math.min(1, a.probability), evidence, features: { ...candidateFeatures(a.spans, a.words.length, holding.length), ...answerShape(item.question, a.text, titles) } }
     })
   }
 
@@ -261,8 +261,8 @@ export class ExtractiveReader {
 /**
  * What the answer verifier (reader/answer-set-decider.ts) reads of a candidate beside its merged
  * probability: how strongly its own passages answer with it, however little of the joint
- * probability those passages got. `passage` is the passage of its best local span (the evidence a
- * set prefers to keep apart).
+ * probability those passages got. `passage` is the passage of its best local span (the decider
+ * counts the distinct passages of the verified candidates).
  */
 export function candidateFeatures(spans: readonly ScoredSpan[], words: number, holding: number): Record<string, number> {
   const best = spans.reduce((a, b) => (b.local > a.local ? b : a))
@@ -287,10 +287,11 @@ export function candidateFeatures(spans: readonly ScoredSpan[], words: number, h
 
 /**
  * Whether the candidate has the shape the question asks for (a date for "when", a name for "who", a
- * number for "how many"), and how much of it repeats the question: a small reader often answers
- * with words of the question or with the wrong kind of thing.
+ * number for "how many"), how much of it repeats the question (a small reader often answers with
+ * words of the question or with the wrong kind of thing), and whether it names a passage read
+ * (`titles`, normalised: a person or a film is often what "who" or "which" asks for).
  */
-export function answerShape(question: string, answer: string): Record<string, number> {
+export function answerShape(question: string, answer: string, titles: ReadonlySet<string>): Record<string, number> {
   const q = question.toLowerCase()
   const words = answer.split(/\s+/).filter(Boolean)
   const hasDigit = /\d/.test(answer) ? 1 : 0
@@ -304,6 +305,7 @@ export function answerShape(question: string, answer: string): Record<string, nu
     hasDigit, capitalised, askWhen, askWho, askHowMany,
     whenDate: askWhen * hasDigit, whoName: askWho * capitalised, howManyNumber: askHowMany * hasDigit,
     inQuestion: own.length > 0 ? own.filter((w) => questionWords.has(w)).length / own.length : 0,
+    titleMatch: titles.has(normalizeAnswer(answer)) ? 1 : 0,
   }
 }
 

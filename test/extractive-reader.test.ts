@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
-import { ExtractiveReader, type ScoredSpan } from '../reader/extractive-reader.js'
+import { answerShape, candidateFeatures, ExtractiveReader, type ScoredSpan } from '../reader/extractive-reader.js'
 import { splitWords } from '../reader/word-pieces.js'
 import { isAmbigqaError } from '../src/core/errors.js'
 import { extractiveFixture } from './helpers/reader-fixture.js'
@@ -138,4 +138,23 @@ test('a folder without the model is a coded error naming the command that builds
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
+})
+
+test('candidate features: its own passage\'s view of it, over every passage it was read from', () => {
+  const span = (passage: number, local: number, inPassage: number, relevance: number): ScoredSpan => ({ passage, start: 0, end: 0, text: 'x', score: local - 3, local, inPassage, relevance, passageLogProb: -relevance })
+  const f = candidateFeatures([span(2, -0.5, 0, 1.5), span(4, -2, 1, 3), span(4, -3, 2, 3)], 2, 1)
+  assert.equal(f.bestLocal, -0.5)
+  assert.equal(f.passage, 2, 'the passage of its best local span')
+  assert.ok(Math.abs(f.localMass! - (Math.exp(-0.5) + Math.exp(-2))) < 1e-12, 'each passage counted once, by its best span')
+  assert.deepEqual([f.bestInPassage, f.bestRelevance, f.spanPassages, f.topSpanPassages, f.holdingPassages, f.words], [0, 3, 2, 1, 1, 2])
+  assert.equal(f.firstSpanPassage, Math.log1p(2))
+})
+
+test('answer shape: the kind of answer the question asks for, words of the question, a passage title', () => {
+  const when = answerShape('When did the Harry Potter movie come out?', 'November 16, 2001', new Set())
+  assert.deepEqual([when.askWhen, when.hasDigit, when.whenDate, when.askWho], [1, 1, 1, 0])
+  const who = answerShape('who sang baker street', 'Gerry Rafferty', new Set(['gerry rafferty']))
+  assert.deepEqual([who.askWho, who.capitalised, who.whoName, who.titleMatch, who.inQuestion], [1, 1, 1, 1, 0])
+  assert.equal(answerShape('how many teams play in the world cup', 'world cup teams', new Set()).inQuestion, 1)
+  assert.equal(answerShape('how many teams play in the world cup', '32', new Set()).howManyNumber, 1)
 })
