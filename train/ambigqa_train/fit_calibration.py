@@ -14,10 +14,11 @@ strength chosen by cross-validation on its own training rows (folds by question)
   the question-only model alone).
 
 Then, per passage count read, minConfidence and maxAnswers are chosen by F1 answer on the tuning
-sets, among the settings that return at least min_answers_per_multi answers per multi-answer
-question there (the server's sets are to hold the other answers, not only the likeliest one) (exact: the metric's greedy one-to-one match against every annotation's normalised clusters)
-from out-of-fold predictions, so that no choice is made on answers a model has seen; a larger
-passage count only when it beats a smaller one by more than `tolerance`.
+sets (exact: the metric's greedy one-to-one match against every annotation's normalised clusters)
+from out-of-fold predictions, so that no choice is made on answers a model has seen, among the
+settings that return at least min_answers_per_multi answers per multi-answer question there (a
+set is to hold the other answers, not only the likeliest one); a larger passage count only when it
+beats a smaller one by more than `tolerance`.
 
 `python -m ambigqa_train.fit_calibration --config train/configs/calibration.json --seed 0`
 """
