@@ -33,8 +33,11 @@ export interface CalibrationModels {
   /** The threshold chosen with the models on the tuning sets, for the record: config
    * reader.minConfidence (whose default it is) is what applies. */
   minConfidence: number
-  /** Passages read and candidates per question the models were fit on, for the record: config
-   * reader.read and reader.candidates (whose defaults they are) are what apply. */
+  /** The rest of the set rule and the reading the models were fit with, for the record: config
+   * reader.maxAnswers, oneAnswerWhenUnambiguous, read and candidates (whose defaults they are) are
+   * what apply. */
+  maxAnswers?: number
+  detector?: boolean
   read?: number
   candidates?: number
 }

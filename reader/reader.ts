@@ -2,7 +2,7 @@
 // question disambiguation for one rewrite per answer, each model loaded once and shared by all
 // requests through a batch queue.
 import type { Logger } from '../src/core/log.js'
-import type { Disambiguated, Read, Reranked, Stage } from '../src/core/stages.js'
+import type { Disambiguated, Read, ReadAnswer, Reranked, Stage } from '../src/core/stages.js'
 import { BatchQueue } from './batch-queue.js'
 import { ExtractiveCommittee, isCommittee } from './extractive-committee.js'
 import { ExtractiveReader } from './extractive-reader.js'
@@ -34,6 +34,12 @@ export interface ReaderSettings {
   maxAnswers: number
   rankPrior: number
   dropContaining: boolean
+}
+
+/** A reader's answers as the pipeline carries them: the probability as read is the confidence until
+ * a decider calibrates it; the extractive reader's features go along for the verifier. */
+export function readAnswers(answers: readonly PredictedAnswer[]): ReadAnswer[] {
+  return answers.map((a) => ({ answer: a.answer, confidence: a.probability, evidence: a.evidence, ...(a.features ? { features: a.features } : {}) }))
 }
 
 export class Reader {
@@ -74,7 +80,7 @@ export class Reader {
     name: 'reader',
     run: async (input, signal) => {
       const answers = await this.answerQueue.submit({ question: input.question, passages: input.reranked }, signal)
-      return { ...input, answers: answers.map((a) => ({ answer: a.answer, confidence: a.probability, evidence: a.evidence, ...(a.features ? { features: a.features } : {}) })) }
+      return { ...input, answers: readAnswers(answers) }
     },
   }
 

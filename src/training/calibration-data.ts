@@ -20,6 +20,7 @@ import { ERR_USAGE } from '../core/errors.js'
 import type { Read } from '../core/stages.js'
 import type { Retriever } from '../core/retriever.js'
 import type { ExtractiveReader } from '../../reader/extractive-reader.js'
+import { readAnswers } from '../../reader/reader.js'
 import { loadIdList } from '../eval/questions.js'
 import { isMultiAnswer, loadReference, type AmbigNqRecord } from '../eval/score-ambignq.js'
 
@@ -95,7 +96,7 @@ export async function writeCalibrationData(o: CalibrationDataOptions): Promise<{
       for (const n of o.reads) {
         const reranked = passages.slice(0, n)
         const answers = o.reader.answerSet({ question: record.question, passages: reranked }, o.reader.scoreSpans(readPassages!.slice(0, n)))
-        const input: Read = { question: record.question, passages, reranked, timings: { retrievalMs: 0, totalMs: 0 }, answers: answers.map((a) => ({ answer: a.answer, confidence: a.probability, evidence: a.evidence, ...(a.features ? { features: a.features } : {}) })) }
+        const input: Read = { question: record.question, passages, reranked, timings: { retrievalMs: 0, totalMs: 0 }, answers: readAnswers(answers) }
         const features = answerFeatures(input)
         await tuneOut.write({
           id: record.id, set: set.name, read: n, multi: isMultiAnswer(record), golds,

@@ -64,14 +64,6 @@ def batch_at(rows: list[dict[str, Any]], size: int, seed: int, step: int) -> lis
     return [rows[j] for j in order[i * size : (i + 1) * size]] or rows[:size]
 
 
-def batches(rows: list[dict[str, Any]], size: int, seed: int, start_step: int) -> Iterator[list[dict[str, Any]]]:
-    """An endless stream of shuffled batches, reproducible from (seed, step) for resuming."""
-    step = start_step
-    while True:
-        yield batch_at(rows, size, seed, step)
-        step += 1
-
-
 class _PreparedSteps(torch.utils.data.Dataset):  # type: ignore[type-arg]
     """Step i's batch, prepared (tokenised) by a DataLoader worker."""
 
@@ -87,8 +79,9 @@ class _PreparedSteps(torch.utils.data.Dataset):  # type: ignore[type-arg]
 
 def prepared_batches(rows: list[dict[str, Any]], size: int, seed: int, start_step: int, stop: int,
                      prepare: Callable[[list[dict[str, Any]]], Any], workers: int) -> Iterator[Any]:
-    """The same batches as `batches`, each passed through `prepare`; with workers, prepared ahead in
-    that many processes (in order), so that tokenising on the CPU does not starve a GPU."""
+    """Steps start_step..stop-1's batches (batch_at), each passed through `prepare`; with workers,
+    prepared ahead in that many processes (in order), so that tokenising on the CPU does not starve
+    a GPU."""
     if workers <= 0:
         for step in range(start_step, stop):
             yield prepare(batch_at(rows, size, seed, step))

@@ -94,10 +94,10 @@ def encode(tok: PreTrainedTokenizerFast, questions: list[str], passages: list[st
     seq = torch.tensor([[-1 if x is None else x for x in enc.sequence_ids(i)] for i in range(n)])
     word = torch.tensor([[-1 if x is None else x for x in enc.word_ids(i)] for i in range(n)])
     span_mask = seq == 1
-    before = torch.nn.functional.pad(span_mask, (1, 0))[:, :-1]
-    after = torch.nn.functional.pad(span_mask, (0, 1))[:, 1:]
-    word_before = torch.nn.functional.pad(word, (1, 0), value=-2)[:, :-1]
-    word_after = torch.nn.functional.pad(word, (0, 1), value=-2)[:, 1:]
+    before = nn.functional.pad(span_mask, (1, 0))[:, :-1]
+    after = nn.functional.pad(span_mask, (0, 1))[:, 1:]
+    word_before = nn.functional.pad(word, (1, 0), value=-2)[:, :-1]
+    word_after = nn.functional.pad(word, (0, 1), value=-2)[:, 1:]
     word_start = span_mask & (~before | (word_before != word))
     word_end = span_mask & (~after | (word_after != word))
     return Encoded(dict(enc), span_mask, word_start, word_end, [[(a, b) for a, b in o] for o in offsets], passages)

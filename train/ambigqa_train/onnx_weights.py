@@ -32,13 +32,19 @@ def encoder_dir(name: str) -> Path:
     return d
 
 
-def bert_state_dict(graph: onnx.GraphProto) -> dict[str, torch.Tensor]:
-    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
-    state = {k: torch.from_numpy(v.copy()) for k, v in inits.items() if not k.startswith("onnx::") and k != "embeddings.position_ids"}
+def consumers_of(graph: onnx.GraphProto) -> dict[str, list[onnx.NodeProto]]:
+    """Each value's name → the nodes that read it."""
     consumers: dict[str, list[onnx.NodeProto]] = {}
     for node in graph.node:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
+    return consumers
+
+
+def bert_state_dict(graph: onnx.GraphProto) -> dict[str, torch.Tensor]:
+    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    state = {k: torch.from_numpy(v.copy()) for k, v in inits.items() if not k.startswith("onnx::") and k != "embeddings.position_ids"}
+    consumers = consumers_of(graph)
     for node in graph.node:
         if node.op_type != "MatMul":
             continue
@@ -116,10 +122,7 @@ def quantized_state_dict(graph: onnx.GraphProto) -> dict[str, torch.Tensor]:
     scale. W = (q - zero_point) * scale, exactly the values the int8 graph computes with."""
     inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     producers = {o: n for n in graph.node for o in n.output}
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
+    consumers = consumers_of(graph)
     # The exporter keeps one copy of equal parameters (a fresh model's zero biases) and names the
     # others by an Identity of it.
     for node in graph.node:
