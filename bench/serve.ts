@@ -8,7 +8,7 @@
 // Ends with the soak as a BENCHMARKS.md row: clients, seconds, answers, 503s, 504s, other errors, peak MB.
 import autocannon from 'autocannon'
 import { loadConfig } from '../src/core/config.js'
-import { limitsOf } from '../src/server/app.js'
+import { limitsOf } from '../src/server/limits.js'
 import { startServer } from '../src/server/start.js'
 
 const store = process.argv[2] ?? 'data/demo'

@@ -13,6 +13,9 @@ export interface GenerateRequest {
   prefix?: readonly number[]
   /** Restricts the tokens each step may choose (span-constrained decoding). */
   constraint?: TokenConstraint
+  /** This request's own maximum length, instead of the options' (so that what a request gets does
+   * not depend on the other requests of its batch). */
+  maxLength?: number
 }
 
 export interface Hypothesis {
@@ -73,22 +76,23 @@ async function nextLogits(d: Decoding, sequences: readonly number[][], first: bo
   return out.logits
 }
 
-function contextFor(model: Seq2SeqModel, options: GenerationOptions, maxLength: number, request: GenerateRequest): ProcessorContext {
-  return { options, maxLength, eosTokenIds: model.config.eosTokenIds, constraint: request.constraint }
+function contextFor(model: Seq2SeqModel, options: GenerationOptions, promptLength: number, request: GenerateRequest): ProcessorContext {
+  return { options, maxLength: request.maxLength ?? maxLengthFor(options, promptLength), eosTokenIds: model.config.eosTokenIds, constraint: request.constraint }
 }
 
 async function greedySearch(model: Seq2SeqModel, requests: readonly GenerateRequest[], options: GenerationOptions, run: GenerateRun): Promise<Hypothesis[][]> {
   const { decoderStartTokenId: start, padTokenId: pad, eosTokenIds, vocabSize } = model.config
   const sequences = requests.map((r) => [start, ...(r.prefix ?? [])])
   const promptLength = sequences[0]!.length
-  const maxLength = maxLengthFor(options, promptLength)
   const d: Decoding = { model, encoder: await model.encode(requests.map((r) => r.input)), useCache: run.useCache ?? true, signal: run.signal }
-  const contexts = requests.map((r) => contextFor(model, options, maxLength, r))
+  const contexts = requests.map((r) => contextFor(model, options, promptLength, r))
+  const maxLength = Math.max(...contexts.map((c) => c.maxLength))
   const finished = requests.map(() => false)
   const tokenLogProbs = requests.map((): number[] => [])
   for (let length = promptLength; length < maxLength && finished.includes(false); length++) {
     const logits = await nextLogits(d, sequences, length === promptLength)
     sequences.forEach((sequence, i) => {
+      if (length >= contexts[i]!.maxLength) finished[i] = true
       if (finished[i]) {
         sequence.push(pad)
         return
@@ -105,7 +109,8 @@ async function greedySearch(model: Seq2SeqModel, requests: readonly GenerateRequ
   }
   return sequences.map((tokens, i) => {
     const logProb = tokenLogProbs[i]!.reduce((a, b) => a + b, 0)
-    return [{ tokens: trimPadding(tokens, promptLength, eosTokenIds), generated: generatedPart(tokens, promptLength, pad, eosTokenIds), score: logProb, logProb, tokenLogProbs: tokenLogProbs[i]! }]
+    // A request with a shorter maxLength than the batch's longest was padded after it.
+    return [{ tokens: trimPadding(tokens.slice(0, contexts[i]!.maxLength), promptLength, eosTokenIds), generated: generatedPart(tokens, promptLength, pad, eosTokenIds), score: logProb, logProb, tokenLogProbs: tokenLogProbs[i]! }]
   })
 }
 
@@ -149,12 +154,11 @@ async function beamSearch(model: Seq2SeqModel, requests: readonly GenerateReques
   const batch = requests.length
   const prompts = requests.map((r) => [start, ...(r.prefix ?? [])])
   const promptLength = prompts[0]!.length
-  const maxLength = maxLengthFor(options, promptLength)
   const { lengthPenalty, earlyStopping } = options
   const keep = Math.max(2, 1 + eosTokenIds.length) * beams
   const encoder = model.expandEncoder(await model.encode(requests.map((r) => r.input)), beams)
   const d: Decoding = { model, encoder, useCache: run.useCache ?? true, signal: run.signal }
-  const contexts = requests.map((r) => contextFor(model, options, maxLength, r))
+  const contexts = requests.map((r) => contextFor(model, options, promptLength, r))
 
   // Row b * beams + j is beam j of input b. Only beam 0 starts alive, as in transformers.
   let running = prompts.flatMap((p) => Array.from({ length: beams }, () => [...p]))
@@ -180,7 +184,7 @@ async function beamSearch(model: Seq2SeqModel, requests: readonly GenerateReques
         for (let v = 0; v < vocabSize; v++) scores[v] = scores[v]! + base
       }
       const candidates = topCandidates(logits.subarray(b * beams * vocabSize, (b + 1) * beams * vocabSize), beams, vocabSize, keep)
-      const hits = candidates.map((c) => eosTokenIds.includes(c.token) || length + 1 >= maxLength)
+      const hits = candidates.map((c) => eosTokenIds.includes(c.token) || length + 1 >= contexts[b]!.maxLength)
       if (hits.includes(false)) everyCandidateHit = false
 
       // Running beams for the next step: the best candidates that did not finish.
@@ -220,7 +224,7 @@ async function beamSearch(model: Seq2SeqModel, requests: readonly GenerateReques
     const nextLength = length + 1
     for (let b = 0; b < batch; b++) {
       if (!heuristicOpen[b] || finished[b]!.length < beams) continue
-      const hypotheticalLength = earlyStopping === 'never' && lengthPenalty > 0 ? maxLength - promptLength : nextLength - promptLength
+      const hypotheticalLength = earlyStopping === 'never' && lengthPenalty > 0 ? contexts[b]!.maxLength - promptLength : nextLength - promptLength
       const bestPossible = runningScores[b * beams]! / hypotheticalLength ** lengthPenalty
       heuristicOpen[b] = bestPossible > finished[b]![beams - 1]!.score
     }

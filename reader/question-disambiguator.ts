@@ -66,25 +66,26 @@ export class QuestionDisambiguator {
 
   /** One rewrite per answer; a single answer keeps the prompt question as it is. */
   async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<Rewrite[][]> {
+    const base = { ...this.model.generationDefaults, ...this.options.generation }
     const requests: GenerateRequest[] = []
     const owners: [number, number][] = []
     items.forEach((item, i) => {
       if (item.answers.length < 2) return
       const vocabulary = this.options.evidenceVocabulary ? this.vocabulary(item) : undefined
+      // Room for the prompt and maxInserted more tokens (the model's default, 20, cut rewrites
+      // short; longer rewrites are not minimal anyway), counted per question so that a rewrite
+      // does not depend on the questions batched with it.
+      const maxLength = Math.max(base.maxLength, this.model.tokenizer.encodePlain(item.question).length + this.options.maxInserted + 2)
       item.answers.forEach((answer, j) => {
         const input = this.input(item.question, answer, item.answers.filter((_, k) => k !== j), passagesFor(item, j))
-        requests.push(vocabulary ? { input, constraint: vocabulary } : { input })
+        requests.push({ input, maxLength, ...(vocabulary ? { constraint: vocabulary } : {}) })
         owners.push([i, j])
       })
     })
     const out: Rewrite[][] = items.map((item) => item.answers.map(() => ({ question: item.question, rewritten: false, proposal: '' })))
     if (requests.length === 0) return out
     const n = Math.max(1, this.options.candidates)
-    const base = { ...this.model.generationDefaults, ...this.options.generation }
-    // Room for the longest prompt and maxInserted more tokens (the model's default, 20, cut
-    // rewrites short); longer rewrites are not minimal anyway.
-    const longest = Math.max(...items.map((item) => this.model.tokenizer.encodePlain(item.question).length))
-    const options = { ...base, numBeams: n, numReturnSequences: n, maxLength: Math.max(base.maxLength, longest + this.options.maxInserted + 2) }
+    const options = { ...base, numBeams: n, numReturnSequences: n }
     const hypotheses = await generate(this.model, requests, options, signal ? { signal } : {})
     const proposals = new Map<number, string[][]>()
     hypotheses.forEach((list, r) => {

@@ -2,7 +2,7 @@
 // question disambiguation for one rewrite per answer, each model loaded once and shared by all
 // requests through a batch queue.
 import type { Logger } from '../src/core/log.js'
-import type { Disambiguated, Read, ReadAnswer, Reranked, Stage } from '../src/core/stages.js'
+import { ambiguousOf, asAsked, type Disambiguated, type Read, type ReadAnswer, type Reranked, type Stage } from '../src/core/stages.js'
 import { BatchQueue } from './batch-queue.js'
 import { ExtractiveCommittee, isCommittee } from './extractive-committee.js'
 import { ExtractiveReader } from './extractive-reader.js'
@@ -87,10 +87,10 @@ export class Reader {
   readonly disambiguateStage: Stage<Read, Disambiguated> = {
     name: 'qd',
     run: async (input, signal) => {
+      // One answer keeps the prompt: it need not wait behind a batch of other questions' rewrites.
+      if (input.answers.length < 2) return asAsked(input)
       const rewrites = await this.questionQueue.submit({ question: input.question, answers: input.answers.map((a) => a.answer), passages: input.reranked, evidence: input.answers.map((a) => a.evidence) }, signal)
-      // Without a detector, "ambiguous" can only mean that the reader returned two answers.
-      const ambiguous = input.ambiguity !== undefined ? input.ambiguity > 0.5 : input.answers.length > 1
-      return { ...input, answers: input.answers.map((a, i) => ({ ...a, question: rewrites[i]!.question, rewritten: rewrites[i]!.rewritten })), ambiguous }
+      return { ...input, answers: input.answers.map((a, i) => ({ ...a, question: rewrites[i]!.question, rewritten: rewrites[i]!.rewritten })), ambiguous: ambiguousOf(input) }
     },
   }
 

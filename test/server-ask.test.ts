@@ -19,6 +19,7 @@ let storeDir = ''
 let store: PassageStore
 let pipeline: Pipeline
 let instance: FastifyInstance
+let disambiguations = 0
 
 before(async () => {
   if (fixture.skip) return
@@ -27,7 +28,8 @@ before(async () => {
   const reader = await Reader.open({ ...defaults.reader, kind: 'spanseqgen', spanseqgen: fixture.dir!, qd: fixture.dir!, precision: 'fp32', numBeams: 1 })
   pipeline = new Pipeline({
     retriever: new Bm25SqliteRetriever(PassageStore.openReadOnly(storeDir), defaults.bm25),
-    reader: reader.readStage, disambiguator: reader.disambiguateStage, close: () => reader.close(),
+    // The reader's own stage, counted: whether the server ran question disambiguation at all.
+    reader: reader.readStage, disambiguator: { name: 'qd', run: (input, signal) => { disambiguations++; return reader.disambiguateStage.run(input, signal) } }, close: () => reader.close(),
   })
   instance = Fastify({ logger: false })
   await instance.register(ambigqaServer, { pipeline, passages: new SqlitePassageSource(store), limits: {} })
@@ -70,6 +72,24 @@ test('ask returns an answer set: distinct answers, a question each, evidence tha
   const rewrites = set.answers.filter((a: { rewritten: boolean }) => a.rewritten).map((a: { question: string }) => a.question.toLowerCase())
   assert.equal(new Set(rewrites).size, rewrites.length, 'the rewrites of one set differ from each other')
   for (const key of ['retrievalMs', 'rerankMs', 'readMs', 'disambiguateMs', 'totalMs']) assert.equal(typeof set.timings[key], 'number')
+})
+
+test('question disambiguation runs only when the query selects an answer\'s question or rewritten; the answers are the same', { skip: fixture.skip }, async () => {
+  const q = 'who wrote the harry potter books'
+  const before = disambiguations
+  const lean = await gql(`query($q: String!) { ask(question: $q, options: { retrieve: 10, read: 2 }) { ambiguous answers { answer confidence evidence { id } } } }`, { q })
+  assert.equal(lean.status, 200, JSON.stringify(lean.body.errors))
+  const many = await gql(`query($qs: [String!]!) { askMany(questions: $qs, options: { retrieve: 10, read: 2 }) { answers { answer } } }`, { qs: [q, q] })
+  assert.equal(many.status, 200, JSON.stringify(many.body.errors))
+  assert.equal(disambiguations, before, 'no disambiguation for queries that read no rewrite')
+  const full = await gql(`query($q: String!) { ask(question: $q, options: { retrieve: 10, read: 2 }) { ambiguous answers { answer confidence evidence { id } ...Rewrite } } } fragment Rewrite on Answer { question rewritten }`, { q })
+  assert.equal(full.status, 200, JSON.stringify(full.body.errors))
+  assert.equal(disambiguations, before + 1, 'a fragment that selects the rewrite runs it')
+  assert.ok(full.body.data.ask.answers.length > 0, 'the demo corpus answers this question')
+  for (const a of full.body.data.ask.answers) assert.equal(typeof a.question, 'string')
+  const strip = (set: { ambiguous: boolean; answers: { answer: string; confidence: number; evidence: unknown }[] }) => ({ ambiguous: set.ambiguous, answers: set.answers.map(({ answer, confidence, evidence }) => ({ answer, confidence, evidence })) })
+  assert.deepEqual(strip(lean.body.data.ask), strip(full.body.data.ask))
+  assert.deepEqual(many.body.data.askMany[0].answers.map((a: { answer: string }) => a.answer), full.body.data.ask.answers.map((a: { answer: string }) => a.answer))
 })
 
 test('askMany answers each question as ask does, sharing the reader (batched, same results)', { skip: fixture.skip }, async () => {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander'
 import { ASK_COST_PER_QUESTION, defaults } from '../core/config.js'
 import { FIELD_COSTS } from '../server/query-cost.js'
-import { limitsOf } from '../server/app.js'
+import { limitsOf } from '../server/limits.js'
 import { startServer } from '../server/start.js'
 import { contextFor, parseNumber } from './context.js'
 

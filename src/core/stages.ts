@@ -20,6 +20,17 @@ export interface Read extends Reranked { answers: ReadAnswer[]; ambiguity?: numb
 /** `rewritten: false`: the question is the prompt as asked (one answer, or no rewrite survived the checks). */
 export interface Disambiguated extends Read { answers: (ReadAnswer & { question: string; rewritten: boolean })[]; ambiguous: boolean }
 
+/** Whether the set is ambiguous: the detector's ambiguity over 0.5 when a decider gave one;
+ * without a detector it can only mean that the reader returned two answers. */
+export function ambiguousOf(read: Read): boolean {
+  return read.ambiguity !== undefined ? read.ambiguity > 0.5 : read.answers.length > 1
+}
+
+/** The set without question disambiguation: every answer keeps the prompt as its question. */
+export function asAsked(read: Read): Disambiguated {
+  return { ...read, answers: read.answers.map((a) => ({ ...a, question: read.question, rewritten: false })), ambiguous: ambiguousOf(read) }
+}
+
 /** A stage: the previous stage's output in, the same plus one thing out. */
 export interface Stage<In, Out> { readonly name: string; run(input: In, signal?: AbortSignal): Promise<Out> }
 

@@ -1,15 +1,20 @@
 // The answering pipeline: retriever → reranker → reader → question disambiguation. Each stage
 // takes the previous stage's output and adds one thing, and records its own time.
 import type { Retriever } from '../core/retriever.js'
-import type { Disambiguated, Read, Reranked, Reranker, Retrieved, Stage } from '../core/stages.js'
+import { asAsked, type Disambiguated, type Read, type Reranked, type Reranker, type Retrieved, type Stage } from '../core/stages.js'
 import { defaults, type Config } from '../core/config.js'
 import { AmbigqaError, ERR_READER_UNAVAILABLE, ERR_RETRIEVER_UNAVAILABLE } from '../core/errors.js'
 
 /** A retriever by its configuration name (bm25-sqlite, bm25-es, dense, dense-es, hybrid). */
 export type RetrieverKind = Config['retriever']
 
-/** `retriever`: another kind than the configured one, for this request (see Pipeline.retrieverFor). */
-export interface AskOptions { retrieve: number; read: number; retriever?: RetrieverKind }
+/**
+ * `retriever`: another kind than the configured one, for this request (see Pipeline.retrieverFor).
+ * `disambiguate` (default true): false skips question disambiguation, the costliest stage after
+ * reading, for a caller that reads no rewrite; every answer then keeps the prompt as its question
+ * with `rewritten: false`.
+ */
+export interface AskOptions { retrieve: number; read: number; retriever?: RetrieverKind; disambiguate?: boolean }
 
 export interface PipelineStages {
   retriever: Retriever
@@ -100,7 +105,7 @@ export class Pipeline {
     const read = this.stages.decider ? await this.stages.decider.run(raw, signal) : raw
     read.timings.readMs = performance.now() - t
     t = performance.now()
-    const result = await disambiguator.run(read, signal)
+    const result = options.disambiguate === false ? asAsked(read) : await disambiguator.run(read, signal)
     result.timings.disambiguateMs = performance.now() - t
     result.timings.totalMs = performance.now() - start
     return result

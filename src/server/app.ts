@@ -5,36 +5,23 @@ import { resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import mercurius from 'mercurius'
 import client from 'prom-client'
-import { defaults, type Config } from '../core/config.js'
-import {
-  AmbigqaError, ERR_BATCH_TOO_LARGE, ERR_HOST_NOT_ALLOWED, ERR_JOBS_DISABLED, ERR_QUERY_TOO_COSTLY, ERR_READER_UNAVAILABLE, ERR_TIMEOUT,
-} from '../core/errors.js'
-import { checkCount as checkCountIn, checkQuestion as checkQuestionText } from '../pipeline/ask-arguments.js'
-import type { AskOptions, Pipeline, RetrieverKind } from '../pipeline/pipeline.js'
+import type { GraphQLResolveInfo } from 'graphql'
+import { AmbigqaError, ERR_HOST_NOT_ALLOWED, ERR_TIMEOUT } from '../core/errors.js'
+import type { Pipeline } from '../pipeline/pipeline.js'
 import { asStoreError } from '../../retriever/passage-store.js'
 import type { PassageSource } from '../../retriever/passage-source.js'
 import { graphiqlPage } from './graphiql.js'
-import { checkHealth, standardProbes, type DependencyProbe } from './health.js'
+import { standardProbes, type DependencyProbe } from './health.js'
 import { allowedHostnames, hostnameOf } from './host-check.js'
-import { authorizeJob, resolveDataPath, type JobAccess } from './job-access.js'
+import type { JobAccess } from './job-access.js'
 import { Jobs, type CoTrainingRunner } from './jobs.js'
-import { coTrainingConfigFile } from '../training/cotrain-run.js'
 import { Limiter } from './limiter.js'
-import { askManyCost, queryCostRule } from './query-cost.js'
+import { defaultLimits, type ServerLimits } from './limits.js'
+import { queryCostRule } from './query-cost.js'
 import { queryDepthRule } from './query-depth.js'
+import * as fields from './resolvers.js'
+import type { Call, ResolverContext } from './resolvers.js'
 import { silentLogger, type Logger } from '../core/log.js'
-
-export type ServerLimits = Pick<Config['server'], 'maxQuestionLength' | 'maxBatch' | 'maxK' | 'maxDepth' | 'maxCost' | 'concurrency' | 'queue' | 'timeoutMs'>
-
-export const defaultLimits: ServerLimits = {
-  maxQuestionLength: defaults.server.maxQuestionLength, maxBatch: defaults.server.maxBatch, maxK: defaults.server.maxK, maxDepth: defaults.server.maxDepth,
-  maxCost: defaults.server.maxCost, concurrency: defaults.server.concurrency, queue: defaults.server.queue, timeoutMs: defaults.server.timeoutMs,
-}
-
-/** The request limits among the server settings (not the token, hosts or roots). */
-export function limitsOf(server: Config['server']): ServerLimits {
-  return Object.fromEntries(Object.keys(defaultLimits).map((key) => [key, server[key as keyof ServerLimits]])) as unknown as ServerLimits
-}
 
 export type { CoTrainingRunner }
 
@@ -63,9 +50,6 @@ function toGraphqlError(error: unknown, storeDir: string): unknown {
   }
   return error
 }
-
-const checkQuestion = (question: string, limits: ServerLimits) => checkQuestionText(question, limits.maxQuestionLength)
-const checkCount = (name: string, value: number, limits: ServerLimits) => checkCountIn(name, value, limits.maxK, 'server.maxK')
 
 /**
  * Runs `work` with a deadline counted from the request's arrival (queueing included). At the
@@ -98,8 +82,6 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
   const limiter = new Limiter(limits.concurrency, limits.queue)
   const log = options.log ?? silentLogger
   const jobs = new Jobs(log)
-  const access: JobAccess = options.jobs ?? { enabled: false, authToken: '', dataRoots: [] }
-  const indexStore = options.jobs?.indexStore ?? `${options.passages.name}-indexing`
   const probes = options.dependencies ?? standardProbes(options.passages, options.pipeline)
   const hosts = allowedHostnames(options.host, options.allowedHosts ?? [])
   app.addHook('onClose', async () => { await jobs.drain() })
@@ -117,16 +99,21 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
   new client.Gauge({ name: 'ambigqa_in_flight', help: 'requests running or queued', registers: [registry], collect() { this.set(limiter.inFlight) } })
   client.collectDefaultMetrics({ register: registry })
 
-  interface Call { signal: AbortSignal; headers: IncomingHttpHeaders }
-  // Every resolver goes through one place: limits, timeout, metrics, errors with codes.
-  const guarded = <A, R>(field: string, limited: boolean, body: (args: A, call: Call) => Promise<R> | R) =>
-    async (_root: unknown, args: A, context?: { reply?: { raw?: ServerResponse; request?: { headers: IncomingHttpHeaders } } }): Promise<R> => {
+  const ctx: ResolverContext = {
+    pipeline: options.pipeline, passages: options.passages, limits, jobs, probes,
+    access: options.jobs ?? { enabled: false, authToken: '', dataRoots: [] },
+    indexStore: options.jobs?.indexStore ?? `${options.passages.name}-indexing`,
+    ...(options.jobs?.coTraining ? { coTraining: options.jobs.coTraining } : {}),
+  }
+  // Every field goes through one place: limits, timeout, metrics, errors with codes.
+  const guarded = <A, R>(field: string, limited: boolean, body: (ctx: ResolverContext, args: A, call: Call) => Promise<R> | R) =>
+    async (_root: unknown, args: A, context?: { reply?: { raw?: ServerResponse; request?: { headers: IncomingHttpHeaders } } }, info?: GraphQLResolveInfo): Promise<R> => {
       const end = latency.startTimer({ field })
       try {
         const result = await withDeadline(limits.timeoutMs, context?.reply?.raw, async (signal, deadline) => {
           const work = async () => {
             signal.throwIfAborted()
-            return body(args, { signal, headers: context?.reply?.request?.headers ?? {} })
+            return body(ctx, args, { signal, headers: context?.reply?.request?.headers ?? {}, ...(info ? { info } : {}) })
           }
           return limited ? limiter.run(field, deadline, signal, work) : work()
         })
@@ -141,80 +128,23 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
       }
     }
 
-  type RetrieverName = 'BM25_SQLITE' | 'BM25_ES' | 'DENSE' | 'DENSE_ES' | 'HYBRID'
-  // The schema's enum names the configuration's retriever kinds (BM25_SQLITE is bm25-sqlite).
-  const kindOf = (name?: RetrieverName | null): RetrieverKind | undefined => (name ? (name.toLowerCase().replace(/_/g, '-') as RetrieverKind) : undefined)
-  type AskOptionsInput = { retrieve?: number | null; read?: number | null; retriever?: RetrieverName | null }
-  const passageOut = (p: { id: string; title: string; text: string; score?: number }) => ({ id: p.id, title: p.title, text: p.text, score: p.score ?? null })
-  // The configured reader.retrieve and reader.read, cut to maxK so a server with a lower limit still accepts them.
-  const askOptions = (o?: AskOptionsInput | null): AskOptions => {
-    const retriever = kindOf(o?.retriever)
-    return {
-      retrieve: checkCount('options.retrieve', o?.retrieve ?? Math.min(options.pipeline.defaultRetrieve, limits.maxK), limits),
-      read: checkCount('options.read', o?.read ?? Math.min(options.pipeline.defaultRead, limits.maxK), limits),
-      ...(retriever ? { retriever } : {}),
-    }
-  }
-  const health = async () => {
-    const report = await checkHealth(probes)
-    const passages = await options.passages.count().catch(() => null)
-    return { ...report, store: options.passages.name, passages, retriever: options.pipeline.stages.retriever.name }
-  }
-
   const resolvers = {
     Query: {
-      search: guarded('search', true, async (args: { question: string; k?: number | null; retriever?: RetrieverName | null }) => {
-        const question = checkQuestion(args.question, limits)
-        const k = checkCount('k', args.k ?? 10, limits)
-        const { passages } = await options.pipeline.retrieve(question, k, kindOf(args.retriever))
-        return passages.map(passageOut)
-      }),
-      passage: guarded('passage', false, async (args: { id: string }) => {
-        const p = await options.passages.byId(args.id)
-        return p ? passageOut(p) : null
-      }),
-      health: guarded('health', false, health),
-      ask: guarded('ask', true, async (args: { question: string; options?: AskOptionsInput | null }, { signal }) => {
-        const question = checkQuestion(args.question, limits)
-        return options.pipeline.ask(question, askOptions(args.options), signal)
-      }),
-      askMany: guarded('askMany', true, async (args: { questions: string[]; options?: AskOptionsInput | null }, { signal }) => {
-        if (args.questions.length > limits.maxBatch) throw ERR_BATCH_TOO_LARGE(args.questions.length, limits.maxBatch)
-        if (askManyCost(args.questions.length) > limits.maxCost) throw ERR_QUERY_TOO_COSTLY(askManyCost(args.questions.length), limits.maxCost)
-        const questions = args.questions.map((q) => checkQuestion(q, limits))
-        const settings = askOptions(args.options)
-        if (!options.pipeline.readerAvailable) throw ERR_READER_UNAVAILABLE('askMany', options.pipeline.stages.readerProblem ?? 'no reader was configured')
-        return Promise.all(questions.map((q) => options.pipeline.ask(q, settings, signal)))
-      }),
-      job: guarded('job', false, (args: { id: string }) => jobs.get(args.id) ?? null),
+      search: guarded('search', true, fields.search),
+      passage: guarded('passage', false, fields.passage),
+      health: guarded('health', false, fields.health),
+      ask: guarded('ask', true, fields.ask),
+      askMany: guarded('askMany', true, fields.askMany),
+      job: guarded('job', false, fields.job),
     },
     Mutation: {
-      startIndexing: guarded('startIndexing', true, (args: { source: string; format?: string | null }, { headers }) => {
-        authorizeJob('startIndexing', access, headers.authorization)
-        const source = resolveDataPath(args.source, access)
-        return jobs.startIndexing(source, args.source, args.format ?? undefined, indexStore)
-      }),
-      startCoTraining: guarded('startCoTraining', true, (args: { config: string }, { headers }) => {
-        authorizeJob('startCoTraining', access, headers.authorization)
-        const run = options.jobs?.coTraining
-        if (!run) throw ERR_JOBS_DISABLED('startCoTraining')
-        return jobs.startCoTraining(coTrainingConfigFile(args.config), args.config, run)
-      }),
-      startEvaluation: guarded('startEvaluation', true, (args: { data: string; ids?: string | null }, { headers }) => {
-        authorizeJob('startEvaluation', access, headers.authorization)
-        resolveDataPath(args.data, access)
-        if (args.ids) resolveDataPath(args.ids, access)
-        throw ERR_READER_UNAVAILABLE('startEvaluation', 'evaluation jobs from the API are not built yet; run `ambigqa eval ambignq`')
-      }),
+      startIndexing: guarded('startIndexing', true, fields.startIndexing),
+      startCoTraining: guarded('startCoTraining', true, fields.startCoTraining),
+      startEvaluation: guarded('startEvaluation', true, fields.startEvaluation),
     },
-    AnswerSet: {
-      found: (set: { answers: unknown[] }) => set.answers.length > 0,
-    },
+    AnswerSet: { found: fields.found },
     Subscription: {
-      jobProgress: {
-        subscribe: (_root: unknown, args: { id: string }) => jobs.watch(args.id),
-        resolve: (job: unknown) => job,
-      },
+      jobProgress: { subscribe: (_root: unknown, args: { id: string }) => fields.jobProgress(ctx, args), resolve: (job: unknown) => job },
     },
   }
 
@@ -236,7 +166,7 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
   // For a load balancer: live while the process answers; ready when every required dependency is up.
   app.get('/health/live', async () => ({ live: true }))
   app.get('/health/ready', async (_request, reply) => {
-    const report = await health()
+    const report = await fields.health(ctx)
     reply.code(report.ok ? 200 : 503)
     return report
   })

@@ -12,7 +12,8 @@ import { ERR_STORE_CORRUPT } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
 import { openPipeline } from '../pipeline/open-pipeline.js'
 import { runCoTraining } from '../training/cotrain-run.js'
-import { ambigqaServer, type ServerLimits } from './app.js'
+import { ambigqaServer } from './app.js'
+import type { ServerLimits } from './limits.js'
 import { checkHealth, standardProbes, type DependencyProbe } from './health.js'
 
 export interface StartOptions {
