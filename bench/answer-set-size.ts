@@ -14,7 +14,7 @@
 //   npx tsc -p . && node dist/bench/answer-set-size.js --run bench/out/<run> [--data ... --ids ...]
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { DEFAULT_SHARED_DATA } from '../src/core/paths.js'
+import { DEFAULT_SHARED_DATA } from '../core/paths.js'
 import { ambiguityPoints, ambiguitySummary, answerPoints, confidenceSummary } from '../src/eval/confidence-metrics.js'
 import { loadEvalRecords } from '../src/eval/eval-ambignq.js'
 import type { ProgressRecord } from '../src/eval/eval-records.js'
@@ -22,8 +22,8 @@ import { PROGRESS_FILE, readJsonLines } from '../src/eval/run-folder.js'
 import { isMultiAnswer, scoreAmbigNq } from '../src/eval/score-ambignq.js'
 import type { PassageRecord } from '../src/eval/eval-records.js'
 import { PASSAGES_FILE } from '../src/eval/run-folder.js'
-import { hasAnswer } from '../src/core/has-answer.js'
-import { normalizeAnswer } from '../src/core/normalize-answer.js'
+import { hasAnswer } from '../core/has-answer.js'
+import { normalizeAnswer } from '../core/normalize-answer.js'
 
 const { values } = parseArgs({
   options: {

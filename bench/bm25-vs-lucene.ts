@@ -4,7 +4,7 @@ import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
 import { PassageStore, STORE_FILE } from '../retriever/passage-store.js'
-import type { Passage } from '../src/core/passage.js'
+import type { Passage } from '../core/passage.js'
 import { percentile } from '../src/eval/evaluate-retriever.js'
 import { runLucenePeer } from './lucene-peer.js'
 

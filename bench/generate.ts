@@ -14,12 +14,12 @@ import { Seq2SeqModel, type Precision } from '../reader/seq2seq-model.js'
 import { SpanSeqGen, type ReadingQuestion } from '../reader/span-seq-gen.js'
 import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
 import { PassageStore } from '../retriever/passage-store.js'
-import { defaults } from '../src/core/config.js'
+import { defaults } from '../core/config.js'
 import { percentile } from '../src/eval/evaluate-retriever.js'
 import { eval300Questions } from '../src/eval/eval-300.js'
 import { loadIdList } from '../src/eval/questions.js'
 import { loadReference } from '../src/eval/score-ambignq.js'
-import { DEFAULT_SHARED_DATA } from '../src/core/paths.js'
+import { DEFAULT_SHARED_DATA } from '../core/paths.js'
 
 const { values } = parseArgs({
   options: {

@@ -8,8 +8,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import ts from 'typescript'
+import { PROJECT_ROOT as ROOT } from '../core/paths.js'
 
-const ROOT = resolve(import.meta.dirname, '..', '..')
 const DIRS = ['core', 'src', 'index', 'retriever', 'reader'].filter((d) => existsSync(join(ROOT, d)))
 
 function sources(dir: string): string[] {

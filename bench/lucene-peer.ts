@@ -10,7 +10,7 @@ import { once } from 'node:events'
 import { createWriteStream, existsSync, readdirSync, statSync } from 'node:fs'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { PROJECT_ROOT } from '../core/paths.js'
 
 export interface LucenePeerResult {
   /** Top-k passage ids per question, in question order. */
@@ -56,22 +56,6 @@ function javaDir(): string {
   return process.env.LUCENE_JAVA_DIR ?? '/usr/share/java'
 }
 
-/** The project root, found from this module's location (dist/bench/lucene-peer.js or
- * bench/lucene-peer.ts), never from process.cwd(). */
-export function projectRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url))
-  for (;;) {
-    if (existsSync(path.join(dir, 'bench', 'lucene', 'LuceneBm25.java')) && existsSync(path.join(dir, 'package.json'))) {
-      return dir
-    }
-    const up = path.dirname(dir)
-    if (up === dir) break
-    dir = up
-  }
-  // dist/bench/lucene-peer.js → two levels up
-  return fileURLToPath(new URL('../..', import.meta.url))
-}
-
 function compareVersions(a: string, b: string): number {
   return a.localeCompare(b, 'en', { numeric: true })
 }
@@ -101,11 +85,11 @@ function luceneJars(): string[] | undefined {
 }
 
 function buildDir(): string {
-  return path.join(projectRoot(), 'bench', 'lucene', 'build')
+  return path.join(PROJECT_ROOT, 'bench', 'lucene', 'build')
 }
 
 function buildIsFresh(): boolean {
-  const root = projectRoot()
+  const root = PROJECT_ROOT
   const cls = path.join(buildDir(), 'LuceneBm25.class')
   if (!existsSync(cls)) return false
   const t = statSync(cls).mtimeMs
@@ -181,7 +165,7 @@ export function ensureLucenePeer(): Promise<string> {
   ensured ??= (async () => {
     const jars = luceneJars()
     if (jars !== undefined && buildIsFresh()) return [buildDir(), ...jars].join(path.delimiter)
-    const script = path.join(projectRoot(), 'scripts', 'lucene-peer')
+    const script = path.join(PROJECT_ROOT, 'scripts', 'lucene-peer')
     const { stdout } = await run('bash', [script])
     const lines = stdout.trim().split('\n')
     const cp = lines[lines.length - 1]

@@ -13,9 +13,9 @@ import { QuestionDisambiguator, sourceTexts, type DisambiguationItem, type Rewri
 import { rewriteFaults, supportedWords, type RewriteFault } from '../reader/rewrite-check.js'
 import { Seq2SeqModel } from '../reader/seq2seq-model.js'
 import { openRetriever } from '../retriever/open-retriever.js'
-import { loadConfig } from '../src/core/config.js'
-import { hasAnswer } from '../src/core/has-answer.js'
-import { DEFAULT_SHARED_DATA } from '../src/core/paths.js'
+import { loadConfig } from '../core/config.js'
+import { hasAnswer } from '../core/has-answer.js'
+import { DEFAULT_SHARED_DATA } from '../core/paths.js'
 import { loadEvalRecords } from '../src/eval/eval-ambignq.js'
 import { isMultiAnswer, scoreAmbigNq, type AmbigNqRecord, type PredictedQaPair } from '../src/eval/score-ambignq.js'
 

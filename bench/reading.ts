@@ -15,7 +15,7 @@ import { ExtractiveReader } from '../reader/extractive-reader.js'
 import { INPUT_SEPARATOR } from '../reader/reader-input.js'
 import { Seq2SeqModel, type Precision } from '../reader/seq2seq-model.js'
 import { SpanSeqGen, type ReadingQuestion } from '../reader/span-seq-gen.js'
-import { matchesAnyAlias, normalizeAnswer } from '../src/core/normalize-answer.js'
+import { matchesAnyAlias, normalizeAnswer } from '../core/normalize-answer.js'
 import { multisetF1 } from '../src/eval/edit-f1.js'
 
 const { values } = parseArgs({

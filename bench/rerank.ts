@@ -7,13 +7,13 @@ import { parseArgs } from 'node:util'
 import { CrossEncoderReranker } from '../retriever/cross-encoder-reranker.js'
 import { fuse } from '../retriever/hybrid-retriever.js'
 import { openRetriever } from '../retriever/open-retriever.js'
-import type { RetrievedPassage } from '../src/core/retriever.js'
-import { defaults, loadConfig } from '../src/core/config.js'
+import type { RetrievedPassage } from '../core/retriever.js'
+import { defaults, loadConfig } from '../core/config.js'
 import { EVAL_300_STORE, eval300Questions } from '../src/eval/eval-300.js'
 import { percentile } from '../src/eval/evaluate-retriever.js'
 import { loadIdList, loadQuestions } from '../src/eval/questions.js'
 import { retrievalMetrics } from '../src/eval/retrieval-metrics.js'
-import { DEFAULT_SHARED_DATA } from '../src/core/paths.js'
+import { DEFAULT_SHARED_DATA } from '../core/paths.js'
 
 const { values } = parseArgs({
   options: {

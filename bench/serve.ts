@@ -7,7 +7,7 @@
 // Usage: node dist/bench/serve.js [store] [seconds-per-level] [soak-seconds] [ask|search]
 // Ends with the soak as a BENCHMARKS.md row: clients, seconds, answers, 503s, 504s, other errors, peak MB.
 import autocannon from 'autocannon'
-import { loadConfig } from '../src/core/config.js'
+import { loadConfig } from '../core/config.js'
 import { limitsOf } from '../src/server/limits.js'
 import { startServer } from '../src/server/start.js'
 

@@ -3,7 +3,7 @@
 // statistics stay those of Wikipedia text. Labelled synthetic wherever it is reported.
 import { createWriteStream } from 'node:fs'
 import { once } from 'node:events'
-import type { Passage } from '../src/core/passage.js'
+import type { Passage } from '../core/passage.js'
 
 /** xorshift32: a tiny seeded generator, so the corpus is the same on every machine. */
 export function seededRandom(seed: number): () => number {

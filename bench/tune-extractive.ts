@@ -10,13 +10,13 @@
 //   npx tsc -p . && node dist/bench/tune-extractive.js --model models/extractive [--store data/eval-300]
 import { parseArgs } from 'node:util'
 import { ExtractiveReader, type ReadPassage, type ScoredSpan } from '../reader/extractive-reader.js'
-import type { RetrievedPassage } from '../src/core/retriever.js'
+import type { RetrievedPassage } from '../core/retriever.js'
 import { openRetriever } from '../retriever/open-retriever.js'
-import { loadConfig } from '../src/core/config.js'
+import { loadConfig } from '../core/config.js'
 import { loadEvalRecords } from '../src/eval/eval-ambignq.js'
-import { hasAnswer } from '../src/core/has-answer.js'
+import { hasAnswer } from '../core/has-answer.js'
 import { scoreAmbigNq, type AmbigNqRecord } from '../src/eval/score-ambignq.js'
-import { DEFAULT_SHARED_DATA } from '../src/core/paths.js'
+import { DEFAULT_SHARED_DATA } from '../core/paths.js'
 
 const { values } = parseArgs({
   options: {

@@ -16,7 +16,7 @@ import { PassageStore } from '../retriever/passage-store.js'
 import { percentile } from '../src/eval/evaluate-retriever.js'
 import { EVAL_300_STORE, eval300Questions } from '../src/eval/eval-300.js'
 import { loadIdList, loadQuestions } from '../src/eval/questions.js'
-import { DEFAULT_ENCODERS_DIR, DEFAULT_SHARED_DATA, PROJECT_ROOT } from '../src/core/paths.js'
+import { DEFAULT_ENCODERS_DIR, DEFAULT_SHARED_DATA, PROJECT_ROOT } from '../core/paths.js'
 import { seededRandom } from './synthetic-corpus.js'
 
 const K = 10

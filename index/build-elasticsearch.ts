@@ -5,12 +5,12 @@
 // at any moment resumes where its last batch ended.
 import { resolve } from 'node:path'
 import type { Client } from '@elastic/elasticsearch'
-import { ERR_ELASTICSEARCH_INDEX, ERR_SOURCE_CHANGED, ERR_SOURCE_EMPTY } from '../src/core/errors.js'
-import type { Logger } from '../src/core/log.js'
+import { ERR_ELASTICSEARCH_INDEX, ERR_SOURCE_CHANGED, ERR_SOURCE_EMPTY } from '../core/errors.js'
+import type { Logger } from '../core/log.js'
 import { createEsClient, esError, type EsOptions } from '../retriever/elasticsearch-client.js'
 import type { SourceSpec } from './build-index.js'
 import { createReader, detectFormat } from './formats.js'
-import type { Passage } from '../src/core/passage.js'
+import type { Passage } from '../core/passage.js'
 import type { ResumePoint } from './passage.js'
 import { fingerprintOf, readInBatches } from './read-in-batches.js'
 

@@ -2,13 +2,13 @@
 // Each batch of passages is committed together with the source position after it, so a build
 // killed at any moment resumes where its last commit ended and adds nothing twice.
 import { resolve } from 'node:path'
-import { ERR_SOURCE_CHANGED, ERR_SOURCE_EMPTY } from '../src/core/errors.js'
-import type { Logger } from '../src/core/log.js'
-import { Progress } from '../src/core/progress.js'
+import { ERR_SOURCE_CHANGED, ERR_SOURCE_EMPTY } from '../core/errors.js'
+import type { Logger } from '../core/log.js'
+import { Progress } from '../core/progress.js'
 import { indexPendingPassages } from '../retriever/bm25-index-writer.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { createReader, detectFormat, type SourceFormat } from './formats.js'
-import type { Passage } from '../src/core/passage.js'
+import type { Passage } from '../core/passage.js'
 import type { ResumePoint } from './passage.js'
 import { fingerprintOf, readInBatches } from './read-in-batches.js'
 

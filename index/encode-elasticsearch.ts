@@ -4,9 +4,9 @@
 // order. The vectors come from the encoder, or from a SQLite store that already holds them for
 // the same passages (`--from-store`), so a corpus is encoded once for both backends.
 import type { Client } from '@elastic/elasticsearch'
-import { ERR_ELASTICSEARCH_INDEX, ERR_MODEL_MISSING, ERR_USAGE } from '../src/core/errors.js'
-import type { Logger } from '../src/core/log.js'
-import { Progress } from '../src/core/progress.js'
+import { ERR_ELASTICSEARCH_INDEX, ERR_MODEL_MISSING, ERR_USAGE } from '../core/errors.js'
+import type { Logger } from '../core/log.js'
+import { Progress } from '../core/progress.js'
 import { DenseEncoder, passageText } from '../retriever/dense-encoder.js'
 import { loadVectors } from '../retriever/dense-vectors.js'
 import { createEsClient, esError, type EsOptions } from '../retriever/elasticsearch-client.js'

@@ -12,8 +12,8 @@
 // tuning sets (train/splits/reader-tune.txt, asqa-tune.txt), never on eval-300.
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../src/core/errors.js'
-import type { Read, ReadAnswer, Stage } from '../src/core/stages.js'
+import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../core/errors.js'
+import type { Read, ReadAnswer, Stage } from '../core/stages.js'
 
 const HOW_TO_BUILD = 'scripts/train-defaults (or: ambigqa train calibration-data, then ambigqa train calibration)'
 export const CALIBRATION_FILE = 'calibration.json'

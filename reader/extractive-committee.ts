@@ -6,7 +6,7 @@
 // model folder (relative to the committee folder); `reader.extractive` may name either kind.
 import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { ERR_MODEL_INVALID } from '../src/core/errors.js'
+import { ERR_MODEL_INVALID } from '../core/errors.js'
 import { ExtractiveReader, type ExtractiveLoadOptions, type ExtractiveOptions, type ScoredSpan } from './extractive-reader.js'
 import type { PredictedAnswer, ReadingQuestion } from './span-seq-gen.js'
 

@@ -5,7 +5,7 @@
 // model reads only the first maxInputTokens). Beam search proposes `candidates` rewrites per
 // answer; the best one without a fault (rewrite-check.ts) is returned, and when none is left the
 // prompt question is returned marked as not rewritten, instead of invented words.
-import type { RetrievedPassage } from '../src/core/retriever.js'
+import type { RetrievedPassage } from '../core/retriever.js'
 import { generate, type GenerateRequest } from './generate.js'
 import type { GenerationOptions } from './generation-options.js'
 import { qdInput } from './reader-input.js'

@@ -1,8 +1,8 @@
 // How the reader's inputs are written, byte for byte as train/ambigqa_train/data.py writes them
 // for training (reader_input, qd_input; test/reader-input.test.ts runs both and compares):
 // `question [SEP] title: text [SEP] title: text ...`, cut by the tokenizer to the model's budget.
-import type { Passage } from '../src/core/passage.js'
-import { containsTokens, dprTokenSpans, dprTokens } from '../src/core/has-answer.js'
+import type { Passage } from '../core/passage.js'
+import { containsTokens, dprTokenSpans, dprTokens } from '../core/has-answer.js'
 
 export const INPUT_SEPARATOR = ' [SEP] '
 

@@ -1,8 +1,8 @@
 // The reader of the pipeline: the answer set from SpanSeqGen or the extractive reader, and
 // question disambiguation for one rewrite per answer, each model loaded once and shared by all
 // requests through a batch queue.
-import type { Logger } from '../src/core/log.js'
-import { ambiguousOf, asAsked, type Disambiguated, type Read, type ReadAnswer, type Reranked, type Stage } from '../src/core/stages.js'
+import type { Logger } from '../core/log.js'
+import { ambiguousOf, asAsked, type Disambiguated, type Read, type ReadAnswer, type Reranked, type Stage } from '../core/stages.js'
 import { BatchQueue } from './batch-queue.js'
 import { ExtractiveCommittee, isCommittee } from './extractive-committee.js'
 import { ExtractiveReader } from './extractive-reader.js'

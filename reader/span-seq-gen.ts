@@ -1,9 +1,9 @@
 // SpanSeqGen (Min et al. 2020): the question and the reranked passages in, every distinct answer
 // out, generated as one sequence with a separator token between answers.
-import type { RetrievedPassage } from '../src/core/retriever.js'
-import { containsTokens, hasAnswer } from '../src/core/has-answer.js'
-import { normalizeAnswer } from '../src/core/normalize-answer.js'
-import { ERR_MODEL_INVALID } from '../src/core/errors.js'
+import type { RetrievedPassage } from '../core/retriever.js'
+import { containsTokens, hasAnswer } from '../core/has-answer.js'
+import { normalizeAnswer } from '../core/normalize-answer.js'
+import { ERR_MODEL_INVALID } from '../core/errors.js'
 import { generate, type Hypothesis } from './generate.js'
 import type { GenerationOptions } from './generation-options.js'
 import type { TokenConstraint } from './logits-processors.js'

@@ -2,7 +2,7 @@
 // score is the sum of its per-field BM25 scores, as in our SQLite BM25 and the Lucene peer.
 import type { Client } from '@elastic/elasticsearch'
 import { createEsClient, esError, type EsOptions } from './elasticsearch-client.js'
-import type { RetrievedPassage, Retriever } from '../src/core/retriever.js'
+import type { RetrievedPassage, Retriever } from '../core/retriever.js'
 
 export class Bm25EsRetriever implements Retriever {
   readonly name = 'bm25-es'

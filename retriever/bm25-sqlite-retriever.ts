@@ -6,13 +6,13 @@
 // weight down, and once the lists left cannot lift an unseen passage into the top k, they only
 // update the passages that still can, decoding just the blocks of the lists that hold them.
 // The result is exactly the exhaustive one.
-import { ERR_USAGE } from '../src/core/errors.js'
+import { ERR_USAGE } from '../core/errors.js'
 import { analyze } from './english-analyzer.js'
 import { FIELDS } from './segment-builder.js'
 import { LENGTH_TABLE } from './lucene-norms.js'
 import { PostingCursor, readSkipTable } from './postings.js'
 import type { PassageStore } from './passage-store.js'
-import type { RetrievedPassage, Retriever } from '../src/core/retriever.js'
+import type { RetrievedPassage, Retriever } from '../core/retriever.js'
 
 export interface Bm25Parameters {
   k1: number

@@ -4,11 +4,11 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Tokenizer } from '@huggingface/tokenizers'
-import ort from '../src/core/onnx-runtime.js'
-import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../src/core/errors.js'
-import type { Reranked, Reranker, Retrieved } from '../src/core/stages.js'
-import { createSession, defaultSessionOptions, type SessionOptions } from '../src/core/onnx-session.js'
-import type { RetrievedPassage } from '../src/core/retriever.js'
+import ort from '../core/onnx-runtime.js'
+import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../core/errors.js'
+import type { Reranked, Reranker, Retrieved } from '../core/stages.js'
+import { createSession, defaultSessionOptions, type SessionOptions } from '../core/onnx-session.js'
+import type { RetrievedPassage } from '../core/retriever.js'
 
 export interface RerankerOptions extends Partial<SessionOptions> {
   precision?: 'fp32' | 'int8'

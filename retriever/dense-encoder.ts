@@ -5,8 +5,8 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Tokenizer } from '@huggingface/tokenizers'
-import ort from '../src/core/onnx-runtime.js'
-import { ERR_MODEL_MISSING, ERR_USAGE } from '../src/core/errors.js'
+import ort from '../core/onnx-runtime.js'
+import { ERR_MODEL_MISSING, ERR_USAGE } from '../core/errors.js'
 
 interface Conventions {
   pooling: 'mean' | 'cls'

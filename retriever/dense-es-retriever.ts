@@ -1,10 +1,10 @@
 // Dense retrieval on Elasticsearch: the question encoded here, then approximate kNN (HNSW) over
 // the index's vector field for that encoder (`ambigqa index encode --backend elasticsearch`).
 import type { Client } from '@elastic/elasticsearch'
-import { ERR_MODEL_MISSING } from '../src/core/errors.js'
+import { ERR_MODEL_MISSING } from '../core/errors.js'
 import type { DenseEncoder } from './dense-encoder.js'
 import { createEsClient, esError, type EsOptions } from './elasticsearch-client.js'
-import type { RetrievedPassage, Retriever } from '../src/core/retriever.js'
+import type { RetrievedPassage, Retriever } from '../core/retriever.js'
 
 /** The index field holding one encoder's vectors. */
 export function vectorField(model: string): string {

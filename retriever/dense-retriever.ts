@@ -2,11 +2,11 @@
 // the same model and compared with every passage vector, exactly, by usearch's SIMD inner
 // product (about 2.7 ms for 33k vectors against 26 ms for a plain JS loop: bench/vector-index).
 import usearch from 'usearch'
-import { ERR_VECTORS_MISSING } from '../src/core/errors.js'
+import { ERR_VECTORS_MISSING } from '../core/errors.js'
 import type { DenseEncoder } from './dense-encoder.js'
 import { loadVectors } from './dense-vectors.js'
 import type { PassageStore } from './passage-store.js'
-import type { RetrievedPassage, Retriever } from '../src/core/retriever.js'
+import type { RetrievedPassage, Retriever } from '../core/retriever.js'
 
 export class DenseRetriever implements Retriever {
   readonly name: string

@@ -1,8 +1,8 @@
 // Dense vectors of a store's passages, kept in the store itself (table dense_vectors): chunks of
 // consecutive passages, each committed with its vectors in one transaction, so encoding a large
 // store resumes at the first chunk it has not written.
-import type { Logger } from '../src/core/log.js'
-import { Progress } from '../src/core/progress.js'
+import type { Logger } from '../core/log.js'
+import { Progress } from '../core/progress.js'
 import { DenseEncoder, passageText } from './dense-encoder.js'
 import { PassageStore } from './passage-store.js'
 

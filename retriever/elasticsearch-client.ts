@@ -1,7 +1,7 @@
 // The Elasticsearch client as this project uses it: few retries and a short timeout so a down
 // cluster fails fast with one clear error, and the next request works once it is back.
 import { Client, errors } from '@elastic/elasticsearch'
-import { AmbigqaError, ERR_ELASTICSEARCH_INDEX, ERR_ELASTICSEARCH_UNAVAILABLE } from '../src/core/errors.js'
+import { AmbigqaError, ERR_ELASTICSEARCH_INDEX, ERR_ELASTICSEARCH_UNAVAILABLE } from '../core/errors.js'
 
 export interface EsOptions {
   url: string

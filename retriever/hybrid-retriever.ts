@@ -1,8 +1,8 @@
 // Fusion of two or more retrievers: reciprocal-rank fusion (Cormack et al. 2009, k = 60), which
 // needs no score calibration, or a weighted sum of min-max normalised scores (alpha weights),
 // which can use how confident each retriever is. Each source is asked for `depth` passages.
-import { ERR_USAGE } from '../src/core/errors.js'
-import type { RetrievedPassage, Retriever } from '../src/core/retriever.js'
+import { ERR_USAGE } from '../core/errors.js'
+import type { RetrievedPassage, Retriever } from '../core/retriever.js'
 
 export type FusionMethod = { kind: 'rrf'; k: number } | { kind: 'weighted'; weights: readonly number[] }
 

@@ -6,14 +6,14 @@ import { DenseEsRetriever } from './dense-es-retriever.js'
 import { DenseRetriever } from './dense-retriever.js'
 import { HybridRetriever } from './hybrid-retriever.js'
 import { PassageStore } from './passage-store.js'
-import type { Retriever } from '../src/core/retriever.js'
+import type { Retriever } from '../core/retriever.js'
 import type { Bm25Parameters } from './bm25-sqlite-retriever.js'
 import type { EsOptions } from './elasticsearch-client.js'
 
 type BaseRetriever = 'bm25-sqlite' | 'bm25-es' | 'dense' | 'dense-es'
 
 /** What opening a retriever reads of the configuration (the app's config has these keys; see
- * src/core/config.ts): the retriever's own settings, so this library does not depend on the app's. */
+ * core/config.ts): the retriever's own settings, so this library does not depend on the app's. */
 export interface RetrieverSettings {
   retriever: BaseRetriever | 'hybrid'
   store: string

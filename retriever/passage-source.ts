@@ -1,7 +1,7 @@
 // Where `passage(id)` and `health` read passages: the store the configured retriever searches.
 // With Elasticsearch alone that is the index, not a local SQLite store that may differ from it.
 import type { Client } from '@elastic/elasticsearch'
-import type { Passage } from '../src/core/passage.js'
+import type { Passage } from '../core/passage.js'
 import { createEsClient, esError, type EsOptions } from './elasticsearch-client.js'
 import { asStoreError, type PassageStore } from './passage-store.js'
 

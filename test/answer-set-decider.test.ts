@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
 import { answerFeatures, answerSetDecider, CALIBRATION_FILE, loadCalibration, readingFeatures, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
-import type { RetrievedPassage } from '../src/core/retriever.js'
-import type { Read } from '../src/core/stages.js'
+import type { RetrievedPassage } from '../core/retriever.js'
+import type { Read } from '../core/stages.js'
 
 const passage = (id: string, title: string): RetrievedPassage => ({ id, title, text: `${title} text`, score: 1 })
 const passages = [passage('p1', 'A'), passage('p2', 'B'), passage('p3', 'A')]

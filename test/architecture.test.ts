@@ -7,9 +7,9 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { test } from 'node:test'
 import ts from 'typescript'
+import { PROJECT_ROOT as ROOT } from '../core/paths.js'
 
-const ROOT = resolve(import.meta.dirname, '..', '..')
-const SOURCE_DIRS = ['src', 'index', 'retriever', 'reader', 'test', 'bench']
+const SOURCE_DIRS = ['core', 'src', 'index', 'retriever', 'reader', 'test', 'bench']
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
@@ -36,21 +36,21 @@ function importGraph(): Map<string, string[]> {
 
 /** The floor a file stands on, and the floors it may import from (its own included). */
 const FLOORS: { name: string; holds: RegExp; mayImport: RegExp }[] = [
-  { name: 'src/core', holds: /^src\/core\//, mayImport: /^src\/core\// },
-  { name: 'retriever', holds: /^retriever\//, mayImport: /^(src\/core|retriever)\// },
-  { name: 'reader', holds: /^reader\//, mayImport: /^(src\/core|reader)\// },
+  { name: 'core', holds: /^core\//, mayImport: /^core\// },
+  { name: 'retriever', holds: /^retriever\//, mayImport: /^(core|retriever)\// },
+  { name: 'reader', holds: /^reader\//, mayImport: /^(core|reader)\// },
   // Ingestion builds the retriever's stores, so it stands on the retriever; never the reverse.
-  { name: 'index', holds: /^index\//, mayImport: /^(src\/core|retriever|index)\// },
+  { name: 'index', holds: /^index\//, mayImport: /^(core|retriever|index)\// },
 ]
 
 const graph = importGraph()
 
 test('the import graph is read: every library floor has files and imports', () => {
   for (const floor of FLOORS) assert.ok([...graph.keys()].some((f) => floor.holds.test(f)), `no file under ${floor.name}`)
-  assert.ok(graph.get('src/pipeline/pipeline.ts')?.includes('src/core/stages.ts'), 'the pipeline imports its stage contracts from src/core')
+  assert.ok(graph.get('src/pipeline/pipeline.ts')?.includes('core/stages.ts'), 'the pipeline imports its stage contracts from core/')
 })
 
-test('no library imports the app: src/core, index, retriever and reader import only what lies beneath them', () => {
+test('no library imports the app: core, index, retriever and reader import only what lies beneath them', () => {
   const wrong: string[] = []
   for (const [file, targets] of graph) {
     const floor = FLOORS.find((f) => f.holds.test(file))
@@ -62,7 +62,7 @@ test('no library imports the app: src/core, index, retriever and reader import o
 
 test('nothing but the app imports src/cli, src/server, src/pipeline, src/eval or src/training', () => {
   const app = /^src\/(cli|server|pipeline|eval|training)\//
-  const wrong = [...graph].flatMap(([file, targets]) => (/^(src\/core|index|retriever|reader)\//.test(file) ? targets.filter((t) => app.test(t)).map((t) => `${file} -> ${t}`) : []))
+  const wrong = [...graph].flatMap(([file, targets]) => (/^(core|index|retriever|reader)\//.test(file) ? targets.filter((t) => app.test(t)).map((t) => `${file} -> ${t}`) : []))
   assert.deepEqual(wrong, [])
 })
 

@@ -10,7 +10,7 @@ import { lucenePeerAvailability } from '../bench/lucene-peer.js'
 import { runLucene, runOurBm25 } from '../bench/bm25-vs-lucene.js'
 import { buildIndex } from '../index/build-index.js'
 import { loadQuestions } from '../src/eval/questions.js'
-import { silentLogger } from '../src/core/log.js'
+import { silentLogger } from '../core/log.js'
 import { prerequisite } from './helpers/prerequisite.js'
 import { sharedFile } from './helpers/shared-data.js'
 

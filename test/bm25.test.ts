@@ -9,7 +9,7 @@ import { analyze } from '../retriever/english-analyzer.js'
 import { lengthToNorm, normToLength } from '../retriever/lucene-norms.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { loadQuestions } from '../src/eval/questions.js'
-import { silentLogger } from '../src/core/log.js'
+import { silentLogger } from '../core/log.js'
 import { sharedFile } from './helpers/shared-data.js'
 
 test('English analysis: possessives, lower case, Lucene stop words, Porter stems, UAX#29-like words', () => {

@@ -3,8 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
-import { defaults, loadConfig } from '../src/core/config.js'
-import { AmbigqaError } from '../src/core/errors.js'
+import { defaults, loadConfig } from '../core/config.js'
+import { AmbigqaError } from '../core/errors.js'
 
 const noEnv = {}
 

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { join } from 'node:path'
 import test from 'node:test'
 import { errorsMarkdown } from '../src/cli/errors-command.js'
-import { AmbigqaError, catalogue, ERR_SOURCE_MALFORMED, ERR_STORE_NOT_FOUND } from '../src/core/errors.js'
+import { AmbigqaError, catalogue, ERR_SOURCE_MALFORMED, ERR_STORE_NOT_FOUND } from '../core/errors.js'
+import { PROJECT_ROOT } from '../core/paths.js'
 
 test('every error code is unique and prefixed AMBIGQA_ERR_', () => {
   const codes = catalogue.map((factory) => factory.code)
@@ -24,8 +25,8 @@ test('errors carry their code, status, a message naming the problem and the fix,
   assert.match(withCause.message, /ambigqa index build/)
 })
 
-test('every error of src/core/errors.ts is in the catalogue, with a meaning and a fix', async () => {
-  const factories = Object.entries(await import('../src/core/errors.js')).filter(([name]) => name.startsWith('ERR_'))
+test('every error of core/errors.ts is in the catalogue, with a meaning and a fix', async () => {
+  const factories = Object.entries(await import('../core/errors.js')).filter(([name]) => name.startsWith('ERR_'))
   assert.equal(factories.length, catalogue.length, 'an ERR_* export is missing from the catalogue')
   for (const [name, factory] of factories) {
     assert.ok(catalogue.includes(factory as (typeof catalogue)[number]), `${name} is not in the catalogue`)
@@ -35,7 +36,7 @@ test('every error of src/core/errors.ts is in the catalogue, with a meaning and 
 })
 
 test('docs/errors.md is the catalogue as it is now (`ambigqa errors --markdown > docs/errors.md` remakes it)', () => {
-  const page = readFileSync(resolve(import.meta.dirname, '..', '..', 'docs', 'errors.md'), 'utf8')
+  const page = readFileSync(join(PROJECT_ROOT, 'docs', 'errors.md'), 'utf8')
   assert.equal(page, errorsMarkdown())
   for (const factory of catalogue) assert.ok(page.includes(`## ${factory.code}\n`))
 })

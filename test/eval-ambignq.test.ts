@@ -8,7 +8,7 @@ import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFile
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { defaults } from '../src/core/config.js'
+import { defaults } from '../core/config.js'
 import { fullPredictions } from '../src/eval/eval-ambignq.js'
 import type { EvalMetrics, ProgressRecord } from '../src/eval/eval-records.js'
 import { escapeHtml } from '../src/eval/report-html.js'

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { ExtractiveCommittee, isCommittee } from '../reader/extractive-committee.js'
 import { ExtractiveReader } from '../reader/extractive-reader.js'
-import { isAmbigqaError } from '../src/core/errors.js'
+import { isAmbigqaError } from '../core/errors.js'
 import { extractiveFixture } from './helpers/reader-fixture.js'
 
 const fixture = extractiveFixture()

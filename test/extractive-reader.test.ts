@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { answerShape, candidateFeatures, ExtractiveReader, type ScoredSpan } from '../reader/extractive-reader.js'
 import { splitWords } from '../reader/word-pieces.js'
-import { isAmbigqaError } from '../src/core/errors.js'
+import { isAmbigqaError } from '../core/errors.js'
 import { extractiveFixture } from './helpers/reader-fixture.js'
 
 interface Reference {

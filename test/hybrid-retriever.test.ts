@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import test from 'node:test'
 import { fuse, HybridRetriever } from '../retriever/hybrid-retriever.js'
-import type { RetrievedPassage, Retriever } from '../src/core/retriever.js'
+import type { RetrievedPassage, Retriever } from '../core/retriever.js'
 
 const p = (id: string, score: number): RetrievedPassage => ({ id, title: id, text: `text of ${id}`, score })
 

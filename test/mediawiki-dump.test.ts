@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { createMediaWikiXmlReader } from '../index/mediawiki-xml-reader.js'
-import type { Passage } from '../src/core/passage.js'
+import type { Passage } from '../core/passage.js'
 import type { PassageReader, ReadItem, ResumePoint } from '../index/passage.js'
 import { convertPage } from '../index/wikitext-page.js'
 import {

@@ -1,6 +1,6 @@
 // onnxruntime-node 1.29+ starts Microsoft's telemetry with the first session, which leaves an
 // empty mat-debug-<pid>.log and a .ses file in the temp folder of every process. Loading it
-// through src/core/onnx-runtime.ts leaves nothing. Each run is a fresh process with its own TMPDIR.
+// through core/onnx-runtime.ts leaves nothing. Each run is a fresh process with its own TMPDIR.
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readdirSync } from 'node:fs'
@@ -24,8 +24,8 @@ function leftInTemp(module: string): string[] {
   return readdirSync(temp)
 }
 
-test('a session made through src/core/onnx-runtime.ts leaves no mat-debug log or .ses file in the temp folder', () => {
+test('a session made through core/onnx-runtime.ts leaves no mat-debug log or .ses file in the temp folder', () => {
   const raw = leftInTemp('onnxruntime-node')
-  assert.ok(raw.some((f) => /^mat-debug-\d+\.log$/.test(f)), `onnxruntime-node alone left ${JSON.stringify(raw)}; if nothing, onnxruntime stopped writing it and src/core/onnx-runtime.ts may go`)
-  assert.deepEqual(leftInTemp(pathToFileURL(resolve(process.cwd(), 'dist/src/core/onnx-runtime.js')).href), [])
+  assert.ok(raw.some((f) => /^mat-debug-\d+\.log$/.test(f)), `onnxruntime-node alone left ${JSON.stringify(raw)}; if nothing, onnxruntime stopped writing it and core/onnx-runtime.ts may go`)
+  assert.deepEqual(leftInTemp(pathToFileURL(resolve(process.cwd(), 'dist/core/onnx-runtime.js')).href), [])
 })

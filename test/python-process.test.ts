@@ -7,7 +7,8 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { PROJECT_ROOT, trainingEnvironmentProblem } from '../src/training/python-process.js'
+import { PROJECT_ROOT } from '../core/paths.js'
+import { trainingEnvironmentProblem } from '../src/training/python-process.js'
 
 test('the training venv: missing, unfinished or stale reads as not ready; stamped with the requirements, ready', () => {
   const root = mkdtempSync(join(tmpdir(), 'venv-'))

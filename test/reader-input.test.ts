@@ -3,14 +3,14 @@
 // the awkward ones included (no title, runs of whitespace, Unicode spaces), and must agree.
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { test } from 'node:test'
+import { PROJECT_ROOT as ROOT } from '../core/paths.js'
 import { qdInput, readerInput } from '../reader/reader-input.js'
 import { TRAINING_PYTHON as PYTHON } from '../src/training/python-process.js'
 import { prerequisite } from './helpers/prerequisite.js'
 import { pythonMissing } from './helpers/reader-fixture.js'
 
-const ROOT = resolve(import.meta.dirname, '..', '..')
 const skip = prerequisite(pythonMissing('rendering the training inputs'))
 
 const PASSAGES = [

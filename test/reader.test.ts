@@ -15,8 +15,8 @@ import type { GenerationOptions } from '../reader/generation-options.js'
 import { splitOnSeparator, SpanSeqGen } from '../reader/span-seq-gen.js'
 import { QuestionDisambiguator } from '../reader/question-disambiguator.js'
 import { Seq2SeqModel } from '../reader/seq2seq-model.js'
-import { isAmbigqaError } from '../src/core/errors.js'
-import { hasAnswer } from '../src/core/has-answer.js'
+import { isAmbigqaError } from '../core/errors.js'
+import { hasAnswer } from '../core/has-answer.js'
 import { readerFixture } from './helpers/reader-fixture.js'
 
 interface ReferenceOutput {

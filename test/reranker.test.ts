@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { CrossEncoderReranker } from '../retriever/cross-encoder-reranker.js'
-import { isAmbigqaError } from '../src/core/errors.js'
+import { isAmbigqaError } from '../core/errors.js'
 import { readerFixture } from './helpers/reader-fixture.js'
 
 interface Pair { question: string; title: string; text: string; logit: number }

@@ -13,10 +13,10 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
-import { AmbigqaError } from '../src/core/errors.js'
+import { AmbigqaError } from '../core/errors.js'
 import { bleuScores } from '../src/eval/bleu.js'
 import { editF1, tokenEdits } from '../src/eval/edit-f1.js'
-import { normalizeAnswer } from '../src/core/normalize-answer.js'
+import { normalizeAnswer } from '../core/normalize-answer.js'
 import { cocoTokenizeLines, ptbTokenize, ptbTokenizeLines } from '../src/eval/ptb-tokenize.js'
 import {
   answerSetF1,

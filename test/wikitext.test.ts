@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { describe, test } from 'node:test'
-import type { Passage } from '../src/core/passage.js'
+import type { Passage } from '../core/passage.js'
 import type { ReadItem } from '../index/passage.js'
 import { splitIntoPassages } from '../index/split-passages.js'
 import { createWikitextDirReader } from '../index/wikitext-dir-reader.js'

@@ -2,7 +2,7 @@ import type { Command } from 'commander'
 import { buildIndex } from '../../index/build-index.js'
 import { basename, dirname, join, resolve } from 'node:path'
 import { asqaKnowledgeSource, EVAL_300_STORE, EVAL_ASQA_STORE, eval300Sources } from '../eval/eval-300.js'
-import { DEFAULT_SHARED_DATA } from '../core/paths.js'
+import { DEFAULT_SHARED_DATA } from '../../core/paths.js'
 import { contextFor } from './context.js'
 
 export function registerBenchCommands(program: Command): void {

@@ -1,7 +1,7 @@
 // What every command gets: validated configuration, a logger, and where to print results.
 import type { Command } from 'commander'
-import { loadConfig, type Config } from '../core/config.js'
-import { createLogger, type Logger } from '../core/log.js'
+import { loadConfig, type Config } from '../../core/config.js'
+import { createLogger, type Logger } from '../../core/log.js'
 
 export interface CommandContext {
   config: Config

@@ -1,7 +1,7 @@
-// `ambigqa errors`: the error catalogue (src/core/errors.ts) as a list, or as the page
+// `ambigqa errors`: the error catalogue (core/errors.ts) as a list, or as the page
 // docs/errors.md, so that page is made from the catalogue and never drifts from it.
 import type { Command } from 'commander'
-import { catalogue } from '../core/errors.js'
+import { catalogue } from '../../core/errors.js'
 
 const byCode = () => [...catalogue].sort((a, b) => a.code.localeCompare(b.code))
 
@@ -13,7 +13,7 @@ export function errorsMarkdown(): string {
     'Every error the server and the CLI give has a code `AMBIGQA_ERR_*`, a message that names the',
     'problem and the fix in particular, and an HTTP status (the server answers with it; the CLI',
     'prints `ambigqa: <code>: <message>` and exits 1). This page is made from the one catalogue,',
-    '`src/core/errors.ts`, by `ambigqa errors --markdown > docs/errors.md`; `test/errors.test.ts`',
+    '`core/errors.ts`, by `ambigqa errors --markdown > docs/errors.md`; `test/errors.test.ts`',
     'fails when it is not current.',
     '',
     '| code | HTTP |',

@@ -1,6 +1,6 @@
 import type { Command } from 'commander'
 import { openRetriever } from '../../retriever/open-retriever.js'
-import { ERR_USAGE } from '../core/errors.js'
+import { ERR_USAGE } from '../../core/errors.js'
 import { evaluateAmbigNq } from '../eval/eval-ambignq.js'
 import { evaluateRetriever, percentile } from '../eval/evaluate-retriever.js'
 import { loadIdList, loadQuestions } from '../eval/questions.js'

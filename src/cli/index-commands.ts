@@ -7,8 +7,8 @@ import { ENCODER_NAMES } from '../../retriever/dense-encoder.js'
 import { encodeStore } from '../../retriever/dense-vectors.js'
 import { asStoreError, PassageStore, type StoreStats } from '../../retriever/passage-store.js'
 import { checkStore } from '../../retriever/store-check.js'
-import { DEFAULT_ENCODERS_DIR } from '../core/paths.js'
-import { ERR_STORE_CORRUPT, ERR_USAGE } from '../core/errors.js'
+import { DEFAULT_ENCODERS_DIR } from '../../core/paths.js'
+import { ERR_STORE_CORRUPT, ERR_USAGE } from '../../core/errors.js'
 import { contextFor, parseNumber } from './context.js'
 
 export function registerIndexCommands(program: Command): void {

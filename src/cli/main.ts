@@ -1,8 +1,8 @@
 // The `ambigqa` command line: one program, a subcommand per job, --help on each.
 import { Command, CommanderError } from 'commander'
 import { isSqliteCorruption } from '../../retriever/passage-store.js'
-import { loadConfig } from '../core/config.js'
-import { ERR_STORE_CORRUPT, isAmbigqaError } from '../core/errors.js'
+import { loadConfig } from '../../core/config.js'
+import { ERR_STORE_CORRUPT, isAmbigqaError } from '../../core/errors.js'
 import { registerIndexCommands } from './index-commands.js'
 import { registerSearchCommand } from './search-command.js'
 import { registerAskCommand } from './ask-command.js'

@@ -1,7 +1,7 @@
 // `ambigqa score`: the official AmbigNQ metric on a prediction file.
 import { writeFileSync } from 'node:fs'
 import type { Command } from 'commander'
-import { ERR_USAGE } from '../core/errors.js'
+import { ERR_USAGE } from '../../core/errors.js'
 import {
   loadPredictions,
   loadReference,

@@ -1,7 +1,7 @@
 import type { Command } from 'commander'
 import { openRetriever } from '../../retriever/open-retriever.js'
 import { checkCount, checkQuestion } from '../pipeline/ask-arguments.js'
-import { defaults } from '../core/config.js'
+import { defaults } from '../../core/config.js'
 import { contextFor, parseNumber } from './context.js'
 
 export function registerSearchCommand(program: Command): void {

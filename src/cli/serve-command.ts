@@ -1,5 +1,5 @@
 import type { Command } from 'commander'
-import { ASK_COST_PER_QUESTION, defaults } from '../core/config.js'
+import { ASK_COST_PER_QUESTION, defaults } from '../../core/config.js'
 import { FIELD_COSTS } from '../server/query-cost.js'
 import { limitsOf } from '../server/limits.js'
 import { startServer } from '../server/start.js'

@@ -2,7 +2,7 @@
 // single segment with the `closest` reference length (pycocoevalcap/bleu/bleu_scorer.py), the way the
 // official AmbigQA evaluation calls it. Same float operations in the same order, so results agree
 // with the Python ones to the last bits.
-import { pySplit } from '../core/normalize-answer.js'
+import { pySplit } from '../../core/normalize-answer.js'
 
 const SMALL = 1e-9
 const TINY = 1e-15

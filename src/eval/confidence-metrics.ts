@@ -3,7 +3,7 @@
 // normalisation), as expected calibration error, Brier score and a reliability diagram; and the
 // question's ambiguity probability against AmbigNQ's single/multi annotation, as AUROC and a ROC
 // curve. Anyone holding progress.jsonl and the reference can recompute these.
-import { normalizeAnswer } from '../core/normalize-answer.js'
+import { normalizeAnswer } from '../../core/normalize-answer.js'
 import type { AmbiguitySummary, ConfidenceSummary, ProgressRecord } from './eval-records.js'
 import { isMultiAnswer, type AmbigNqRecord } from './score-ambignq.js'
 

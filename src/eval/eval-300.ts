@@ -3,7 +3,7 @@
 // splits/eval-300.txt. Benchmarks and `ambigqa bench corpus` both read this definition.
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import type { SourceSpec } from '../../index/build-index.js'
-import { requireSharedFile } from '../core/paths.js'
+import { requireSharedFile } from '../../core/paths.js'
 
 export const EVAL_300_STORE = 'data/eval-300'
 /** eval-300's corpus plus the ASQA knowledge snippets of the ASQA dev questions outside eval-300:

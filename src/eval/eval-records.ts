@@ -1,6 +1,6 @@
 // What an AmbigNQ evaluation run records: one line of progress.jsonl per answered question, one
 // of passages.jsonl per passage read, and the metrics; the report reads them back.
-import type { StageTimings } from '../core/stages.js'
+import type { StageTimings } from '../../core/stages.js'
 import type { AmbigNqMetrics } from './score-ambignq.js'
 
 /** One answered question: a line of progress.jsonl. */

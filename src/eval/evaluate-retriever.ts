@@ -1,7 +1,7 @@
 // Runs a retriever over evaluation questions and scores it, timing every query.
-import type { Retriever } from '../core/retriever.js'
-import type { Logger } from '../core/log.js'
-import { Progress } from '../core/progress.js'
+import type { Retriever } from '../../core/retriever.js'
+import type { Logger } from '../../core/log.js'
+import { Progress } from '../../core/progress.js'
 import type { EvalQuestion } from './questions.js'
 import { retrievalMetrics, type RetrievalMetrics } from './retrieval-metrics.js'
 

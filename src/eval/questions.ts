@@ -1,7 +1,7 @@
 // Questions with gold answers, from AmbigNQ light JSON or NQ-open (TSV or JSON Lines), in one
 // shape: each annotation is a list of answer clusters, each cluster a list of aliases.
 import { readFileSync } from 'node:fs'
-import { ERR_QUESTIONS_FILE } from '../core/errors.js'
+import { ERR_QUESTIONS_FILE } from '../../core/errors.js'
 
 export interface EvalQuestion {
   id: string

@@ -1,7 +1,7 @@
 // Retrieval quality: answer recall@k as DPR reports it (some top-k passage contains a gold
 // answer) and coverage@k, what multi-answer QA needs (the share of the gold answers of the best
 // annotation that the top k contain, averaged over questions). Both in percent.
-import { containsTokens, dprTokens } from '../core/has-answer.js'
+import { containsTokens, dprTokens } from '../../core/has-answer.js'
 import type { EvalQuestion } from './questions.js'
 
 export interface RetrievalMetrics {

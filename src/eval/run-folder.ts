@@ -3,9 +3,9 @@
 // JSON Lines appended one line per write, and its final files replaced atomically.
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
-import { ERR_OUTPUT_UNWRITABLE, ERR_USAGE } from '../core/errors.js'
-import type { Logger } from '../core/log.js'
-import { releasePidLock, takePidLock } from '../core/pid-lock.js'
+import { ERR_OUTPUT_UNWRITABLE, ERR_USAGE } from '../../core/errors.js'
+import type { Logger } from '../../core/log.js'
+import { releasePidLock, takePidLock } from '../../core/pid-lock.js'
 
 export const PROGRESS_FILE = 'progress.jsonl'
 export const PASSAGES_FILE = 'passages.jsonl'

@@ -8,10 +8,10 @@
 // bracket tokens are dropped whatever their case (see COCO_PUNCTUATIONS). Missing ids and empty
 // prediction lists, on which the Python crashes, are reported as errors naming the ids.
 import { readFileSync } from 'node:fs'
-import { ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID } from '../core/errors.js'
+import { ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID } from '../../core/errors.js'
 import { bleuScores } from './bleu.js'
 import { editF1 } from './edit-f1.js'
-import { normalizeAnswer, pyStrip } from '../core/normalize-answer.js'
+import { normalizeAnswer, pyStrip } from '../../core/normalize-answer.js'
 import { cocoTokenizeLines } from './ptb-tokenize.js'
 import { greedyF1 } from './greedy-f1.js'
 

@@ -1,6 +1,6 @@
 // The checks every way of asking shares (the GraphQL server, `ambigqa ask`, `ambigqa search`), so
 // a question or a count the server refuses is refused the same way on the command line.
-import { ERR_ARGUMENT_INVALID, ERR_QUESTION_INVALID } from '../core/errors.js'
+import { ERR_ARGUMENT_INVALID, ERR_QUESTION_INVALID } from '../../core/errors.js'
 
 /** The question without surrounding blanks; empty or longer than `maxLength` is refused. */
 export function checkQuestion(question: string, maxLength: number): string {

@@ -1,9 +1,9 @@
 // The answering pipeline: retriever → reranker → reader → question disambiguation. Each stage
 // takes the previous stage's output and adds one thing, and records its own time.
-import type { Retriever } from '../core/retriever.js'
-import { asAsked, type Disambiguated, type Read, type Reranked, type Reranker, type Retrieved, type Stage } from '../core/stages.js'
-import { defaults, type Config } from '../core/config.js'
-import { AmbigqaError, ERR_READER_UNAVAILABLE, ERR_RETRIEVER_UNAVAILABLE } from '../core/errors.js'
+import type { Retriever } from '../../core/retriever.js'
+import { asAsked, type Disambiguated, type Read, type Reranked, type Reranker, type Retrieved, type Stage } from '../../core/stages.js'
+import { defaults, type Config } from '../../core/config.js'
+import { AmbigqaError, ERR_READER_UNAVAILABLE, ERR_RETRIEVER_UNAVAILABLE } from '../../core/errors.js'
 
 /** A retriever by its configuration name (bm25-sqlite, bm25-es, dense, dense-es, hybrid). */
 export type RetrieverKind = Config['retriever']

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import mercurius from 'mercurius'
 import client from 'prom-client'
 import type { GraphQLResolveInfo } from 'graphql'
-import { AmbigqaError, ERR_HOST_NOT_ALLOWED, ERR_TIMEOUT } from '../core/errors.js'
+import { AmbigqaError, ERR_HOST_NOT_ALLOWED, ERR_TIMEOUT } from '../../core/errors.js'
 import type { Pipeline } from '../pipeline/pipeline.js'
 import { asStoreError } from '../../retriever/passage-store.js'
 import type { PassageSource } from '../../retriever/passage-source.js'
@@ -21,7 +21,7 @@ import { queryCostRule } from './query-cost.js'
 import { queryDepthRule } from './query-depth.js'
 import * as fields from './resolvers.js'
 import type { Call, ResolverContext } from './resolvers.js'
-import { silentLogger, type Logger } from '../core/log.js'
+import { silentLogger, type Logger } from '../../core/log.js'
 
 export type { CoTrainingRunner }
 

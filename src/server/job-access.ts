@@ -4,7 +4,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { realpathSync } from 'node:fs'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
-import { ERR_JOBS_DISABLED, ERR_PATH_NOT_ALLOWED, ERR_SOURCE_NOT_FOUND, ERR_UNAUTHORIZED } from '../core/errors.js'
+import { ERR_JOBS_DISABLED, ERR_PATH_NOT_ALLOWED, ERR_SOURCE_NOT_FOUND, ERR_UNAUTHORIZED } from '../../core/errors.js'
 
 export interface JobAccess {
   enabled: boolean

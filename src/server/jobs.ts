@@ -7,8 +7,8 @@ import { EventEmitter, on } from 'node:events'
 import { resolve } from 'node:path'
 import { buildIndex } from '../../index/build-index.js'
 import { buildLockHolder } from '../../retriever/passage-store.js'
-import { ERR_JOB_BUSY, ERR_STORE_BUSY } from '../core/errors.js'
-import type { Logger } from '../core/log.js'
+import { ERR_JOB_BUSY, ERR_STORE_BUSY } from '../../core/errors.js'
+import type { Logger } from '../../core/log.js'
 
 export type JobState = 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED'
 

@@ -3,7 +3,7 @@
 // waiting, it is refused at once with an overload error (HTTP 503) rather than left to time out.
 // What the work ahead costs is learnt per field (an average of recent durations): an `ask` and a
 // `search` differ a thousandfold.
-import { ERR_OVERLOADED } from '../core/errors.js'
+import { ERR_OVERLOADED } from '../../core/errors.js'
 
 interface Running { field: string; started: number }
 interface Waiting { field: string; admit: (slot: Running) => void; refuse: (reason: unknown) => void }

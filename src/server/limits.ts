@@ -1,6 +1,6 @@
 // The request limits among the server settings (not the token, hosts or roots), read by the
 // server and by the resolvers.
-import { defaults, type Config } from '../core/config.js'
+import { defaults, type Config } from '../../core/config.js'
 
 export type ServerLimits = Pick<Config['server'], 'maxQuestionLength' | 'maxBatch' | 'maxK' | 'maxDepth' | 'maxCost' | 'concurrency' | 'queue' | 'timeoutMs'>
 

@@ -5,8 +5,8 @@
 // the resolver runs (askManyCost).
 // Fragments are expanded, so a fragment repeated under aliases is counted every time.
 import { GraphQLError, Kind, type FragmentDefinitionNode, type SelectionSetNode, type ValidationRule } from 'graphql'
-import { ASK_COST_PER_QUESTION } from '../core/config.js'
-import { ERR_QUERY_TOO_COSTLY } from '../core/errors.js'
+import { ASK_COST_PER_QUESTION } from '../../core/config.js'
+import { ERR_QUERY_TOO_COSTLY } from '../../core/errors.js'
 
 export const FIELD_COSTS: Readonly<Record<string, number>> = { ask: ASK_COST_PER_QUESTION, askMany: ASK_COST_PER_QUESTION, search: 5, startIndexing: 50, startEvaluation: 50 }
 

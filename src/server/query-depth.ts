@@ -5,7 +5,7 @@
 // the `type` and `ofType` fields add none either: each is one object, so they cannot multiply
 // the response, while the list fields (`types`, `fields`, `interfaces`...) still count.
 import { GraphQLError, Kind, type FragmentDefinitionNode, type SelectionSetNode, type ValidationRule } from 'graphql'
-import { ERR_QUERY_TOO_DEEP } from '../core/errors.js'
+import { ERR_QUERY_TOO_DEEP } from '../../core/errors.js'
 
 const INTROSPECTION_WRAPPERS = new Set(['type', 'ofType'])
 

@@ -3,7 +3,7 @@
 // errors) and registers them with mercurius; here is only what each field does.
 import type { IncomingHttpHeaders } from 'node:http'
 import type { GraphQLResolveInfo } from 'graphql'
-import { ERR_BATCH_TOO_LARGE, ERR_JOBS_DISABLED, ERR_QUERY_TOO_COSTLY, ERR_READER_UNAVAILABLE } from '../core/errors.js'
+import { ERR_BATCH_TOO_LARGE, ERR_JOBS_DISABLED, ERR_QUERY_TOO_COSTLY, ERR_READER_UNAVAILABLE } from '../../core/errors.js'
 import { checkCount as checkCountIn, checkQuestion as checkQuestionText } from '../pipeline/ask-arguments.js'
 import type { AskOptions, Pipeline, RetrieverKind } from '../pipeline/pipeline.js'
 import type { PassageSource } from '../../retriever/passage-source.js'

@@ -6,14 +6,15 @@
 // started again with the same command.
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
-import type { Config } from '../core/config.js'
-import { ERR_COTRAIN_CONFIG, ERR_USAGE } from '../core/errors.js'
-import type { Logger } from '../core/log.js'
+import type { Config } from '../../core/config.js'
+import { ERR_COTRAIN_CONFIG, ERR_USAGE } from '../../core/errors.js'
+import type { Logger } from '../../core/log.js'
 import { evaluateAmbigNq } from '../eval/eval-ambignq.js'
 import type { EvalMetrics } from '../eval/eval-records.js'
 import { openPipeline } from '../pipeline/open-pipeline.js'
 import { renderCoTrainingReport, type CoTrainingResults, type EvalResult, type SilverSummary } from './cotrain-report.js'
-import { PROJECT_ROOT, runPythonLines } from './python-process.js'
+import { PROJECT_ROOT } from '../../core/paths.js'
+import { runPythonLines } from './python-process.js'
 
 export interface CoTrainingConfig {
   out: string

@@ -4,11 +4,11 @@
 // which BM25's top 100 has already passed; these teach what the reranker is for.
 import { createReadStream, renameSync, writeFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
-import type { Retriever } from '../core/retriever.js'
-import { hasAnswer } from '../core/has-answer.js'
-import { ERR_TRAINING_DATA } from '../core/errors.js'
-import type { Logger } from '../core/log.js'
-import { Progress } from '../core/progress.js'
+import type { Retriever } from '../../core/retriever.js'
+import { hasAnswer } from '../../core/has-answer.js'
+import { ERR_TRAINING_DATA } from '../../core/errors.js'
+import type { Logger } from '../../core/log.js'
+import { Progress } from '../../core/progress.js'
 
 export interface RerankerGroup {
   id: string

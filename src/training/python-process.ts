@@ -5,12 +5,10 @@ import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { ERR_INTERNAL, ERR_USAGE } from '../core/errors.js'
+import { join } from 'node:path'
+import { ERR_INTERNAL, ERR_USAGE } from '../../core/errors.js'
+import { PROJECT_ROOT } from '../../core/paths.js'
 
-/** The project root (this file is compiled to dist/src/training/). */
-export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
 
 export interface PythonCommand { python: string; args: string[]; env: NodeJS.ProcessEnv }
 

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { buildIndex } from '../../index/build-index.js'
-import { silentLogger } from '../../src/core/log.js'
+import { silentLogger } from '../../core/log.js'
 
 export const DEMO_CORPUS = resolve(process.cwd(), 'assets/demo/passages.tsv.gz')
 

@@ -1,4 +1,4 @@
-import type { Passage } from '../../src/core/passage.js'
+import type { Passage } from '../../core/passage.js'
 import type { PassageReader, ResumePoint } from '../../index/passage.js'
 
 export async function readAll(reader: PassageReader, from: ResumePoint = { records: 0 }): Promise<{ passages: Passage[]; bad: Error[]; last: ResumePoint }> {

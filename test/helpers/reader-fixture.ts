@@ -8,11 +8,11 @@
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
+import { PROJECT_ROOT as ROOT } from '../../core/paths.js'
 import { TRAINING_PYTHON as PYTHON, trainingEnvironmentProblem } from '../../src/training/python-process.js'
 import { prerequisite } from './prerequisite.js'
 
-const ROOT = resolve(import.meta.dirname, '..', '..', '..')
 const SOURCES = join(ROOT, 'train', 'ambigqa_train')
 const FIXTURES = join(ROOT, 'train', 'tests')
 const FIXTURE_SCRIPTS = ['fixture.py', 'extractive_fixture.py']

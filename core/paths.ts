@@ -1,11 +1,12 @@
-// Where the project and the shared data live, from this module's own location (dist/src/core/),
+// Where the project and the shared data live, from this module's own location (dist/core/),
 // so commands behave the same from any working directory.
 import { existsSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ERR_DATA_MISSING } from './errors.js'
 
-export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
+/** The one project root: every other path of the project is found from it. */
+export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
 
 /** The shared data folder (../shared/data beside the project), unless a command is given --data. */
 export const DEFAULT_SHARED_DATA = resolve(PROJECT_ROOT, '..', 'shared', 'data')
