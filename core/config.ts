@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { z } from 'zod'
 import { ERR_CONFIG_FILE, ERR_CONFIG_INVALID } from './errors.js'
+import { BASE_RETRIEVER_KINDS, READER_KINDS, RETRIEVER_KINDS } from './kinds.js'
 import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR } from './paths.js'
 
 /** What one question costs in the server's query-cost limit (ask, and each question of askMany):
@@ -13,7 +14,7 @@ export const ASK_COST_PER_QUESTION = 50
 const configSchema = z
   .object({
     store: z.string().min(1),
-    retriever: z.enum(['bm25-sqlite', 'bm25-es', 'dense', 'dense-es', 'hybrid']),
+    retriever: z.enum(RETRIEVER_KINDS),
     bm25: z.object({ k1: z.number().min(0).max(10), b: z.number().min(0).max(1) }).strict(),
     elasticsearch: z
       .object({ url: z.string().url(), index: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/), requestTimeoutMs: z.number().int().min(100).max(600_000), maxRetries: z.number().int().min(0).max(10) })
@@ -21,7 +22,7 @@ const configSchema = z
     dense: z.object({ model: z.string().min(1), modelsDir: z.string().min(1), threads: z.number().int().min(1).max(64) }).strict(),
     hybrid: z
       .object({
-        retrievers: z.array(z.enum(['bm25-sqlite', 'bm25-es', 'dense', 'dense-es'])).min(2).refine((r) => new Set(r).size === r.length, 'must not repeat a retriever'),
+        retrievers: z.array(z.enum(BASE_RETRIEVER_KINDS)).min(2).refine((r) => new Set(r).size === r.length, 'must not repeat a retriever'),
         fusion: z.enum(['rrf', 'weighted']),
         rrfK: z.number().min(0),
         alpha: z.number().min(0).max(1),
@@ -70,7 +71,7 @@ const configSchema = z
       .strict(),
     reader: z
       .object({
-        kind: z.enum(['spanseqgen', 'extractive']),
+        kind: z.enum(READER_KINDS),
         spanseqgen: z.string().min(1),
         extractive: z.string().min(1),
         qd: z.string().min(1),

@@ -13,6 +13,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../core/errors.js'
+import { READER_KINDS, type ReaderKind } from '../core/kinds.js'
 import type { Read, ReadAnswer, Stage } from '../core/stages.js'
 
 const HOW_TO_BUILD = 'scripts/train-defaults (or: ambigqa train calibration-data, then ambigqa train calibration)'
@@ -23,7 +24,7 @@ export interface LogisticModel { features: string[]; mean: number[]; scale: numb
 
 export interface CalibrationModels {
   /** The reader whose probabilities the calibrator maps (config reader.kind): another's differ. */
-  reader: 'extractive' | 'spanseqgen'
+  reader: ReaderKind
   /** Over answerFeatures and the reader's own features of each answer (ReadAnswer.features). */
   answer: LogisticModel
   /** Over the question's embedding by `encoder` (features e0..e383). */
@@ -107,7 +108,7 @@ export function loadCalibration(dir: string): CalibrationModels {
   const path = join(dir, CALIBRATION_FILE)
   if (!existsSync(path)) throw ERR_MODEL_MISSING(path, HOW_TO_BUILD)
   const models = JSON.parse(readFileSync(path, 'utf8')) as CalibrationModels
-  if (models.reader !== 'extractive' && models.reader !== 'spanseqgen') throw ERR_MODEL_INVALID(path, 'does not say which reader it calibrates (reader: extractive or spanseqgen)', `Rebuild it with \`${HOW_TO_BUILD}\``)
+  if (!READER_KINDS.includes(models.reader)) throw ERR_MODEL_INVALID(path, `does not say which reader it calibrates (reader: ${READER_KINDS.join(' or ')})`, `Rebuild it with \`${HOW_TO_BUILD}\``)
   for (const key of ['answer', 'questionOnly', 'ambiguity'] as const) {
     const m = models[key]
     const n = m?.weights?.length

@@ -1,6 +1,7 @@
 // The reader of the pipeline: the answer set from SpanSeqGen or the extractive reader, and
 // question disambiguation for one rewrite per answer, each model loaded once and shared by all
 // requests through a batch queue.
+import type { ReaderKind } from '../core/kinds.js'
 import type { Logger } from '../core/log.js'
 import { ambiguousOf, asAsked, type Disambiguated, type Read, type ReadAnswer, type Reranked, type Stage } from '../core/stages.js'
 import { BatchQueue } from './batch-queue.js'
@@ -13,7 +14,7 @@ import { SpanSeqGen, type PredictedAnswer, type ReadingQuestion } from './span-s
 /** What the reader reads of the `reader.*` settings (src/core/config.ts documents each): its own
  * type, so this library does not depend on the app's configuration. */
 export interface ReaderSettings {
-  kind: 'spanseqgen' | 'extractive'
+  kind: ReaderKind
   spanseqgen: string
   extractive: string
   qd: string

@@ -6,21 +6,21 @@ import { DenseEsRetriever } from './dense-es-retriever.js'
 import { DenseRetriever } from './dense-retriever.js'
 import { HybridRetriever } from './hybrid-retriever.js'
 import { PassageStore } from './passage-store.js'
+import type { BaseRetrieverKind, RetrieverKind } from '../core/kinds.js'
 import type { Retriever } from '../core/retriever.js'
 import type { Bm25Parameters } from './bm25-sqlite-retriever.js'
 import type { EsOptions } from './elasticsearch-client.js'
 
-type BaseRetriever = 'bm25-sqlite' | 'bm25-es' | 'dense' | 'dense-es'
 
 /** What opening a retriever reads of the configuration (the app's config has these keys; see
  * core/config.ts): the retriever's own settings, so this library does not depend on the app's. */
 export interface RetrieverSettings {
-  retriever: BaseRetriever | 'hybrid'
+  retriever: RetrieverKind
   store: string
   bm25: Bm25Parameters
   elasticsearch: EsOptions
   dense: { model: string; modelsDir: string; threads: number }
-  hybrid: { retrievers: readonly BaseRetriever[]; fusion: 'rrf' | 'weighted'; rrfK: number; alpha: number; depth: number }
+  hybrid: { retrievers: readonly BaseRetrieverKind[]; fusion: 'rrf' | 'weighted'; rrfK: number; alpha: number; depth: number }
 }
 
 export async function openRetriever(config: RetrieverSettings): Promise<Retriever> {
@@ -37,7 +37,7 @@ export async function openRetriever(config: RetrieverSettings): Promise<Retrieve
   return new HybridRetriever(sources, { fusion: fusion === 'rrf' ? { kind: 'rrf', k: rrfK } : { kind: 'weighted', weights }, depth })
 }
 
-async function openBase(config: RetrieverSettings, kind: BaseRetriever): Promise<Retriever> {
+async function openBase(config: RetrieverSettings, kind: BaseRetrieverKind): Promise<Retriever> {
   switch (kind) {
     case 'bm25-sqlite':
       return new Bm25SqliteRetriever(PassageStore.openReadOnly(config.store), config.bm25)

@@ -2,6 +2,7 @@ import type { Command } from 'commander'
 import { checkCount, checkQuestion } from '../pipeline/ask-arguments.js'
 import { openPipeline } from '../pipeline/open-pipeline.js'
 import { contextFor, parseNumber } from './context.js'
+import { RETRIEVER_CHOICES } from '../../core/kinds.js'
 
 export function registerAskCommand(program: Command): void {
   program
@@ -11,7 +12,7 @@ export function registerAskCommand(program: Command): void {
     .option('--retrieve <n>', 'passages retrieved (default: config reader.retrieve)', parseNumber('--retrieve'))
     .option('--read <n>', 'passages the reader reads (default: config reader.read)', parseNumber('--read'))
     .option('--store <dir>', 'store folder (default: config "store")')
-    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
+    .option('--retriever <name>', RETRIEVER_CHOICES)
     .option('--json', 'print JSON')
     .action(async (asked: string, opts, command: Command) => {
       const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever })

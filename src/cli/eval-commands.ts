@@ -6,6 +6,7 @@ import { evaluateRetriever, percentile } from '../eval/evaluate-retriever.js'
 import { loadIdList, loadQuestions } from '../eval/questions.js'
 import { openPipeline } from '../pipeline/open-pipeline.js'
 import { contextFor, parseNumber } from './context.js'
+import { RETRIEVER_CHOICES } from '../../core/kinds.js'
 
 export function registerEvalCommands(program: Command): void {
   const evaluate = program.command('eval').description('evaluate the pipeline and its stages')
@@ -17,7 +18,7 @@ export function registerEvalCommands(program: Command): void {
     .option('--ids <file>', 'evaluate only these question ids (one per line), e.g. splits/eval-300.txt')
     .option('--k <list>', 'cut-offs, comma-separated', '1,5,20,100')
     .option('--store <dir>', 'store folder (default: config "store")')
-    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
+    .option('--retriever <name>', RETRIEVER_CHOICES)
     .option('--k1 <k1>', 'BM25 k1', parseNumber('--k1'))
     .option('--b <b>', 'BM25 b', parseNumber('--b'))
     .option('--json', 'print {"recall": {...}, "coverage": {...}, "n": N} (percent)')
@@ -53,7 +54,7 @@ export function registerEvalCommands(program: Command): void {
     .option('--concurrency <n>', 'questions in flight (default: config reader.maxBatch)', parseNumber('--concurrency'))
     .option('--limit <n>', 'evaluate only the first n questions', parseNumber('--limit'))
     .option('--store <dir>', 'store folder (default: config "store")')
-    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
+    .option('--retriever <name>', RETRIEVER_CHOICES)
     .option('--json', 'print metrics.json')
     .action(async (opts, command: Command) => {
       const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever })

@@ -3,6 +3,7 @@ import { openRetriever } from '../../retriever/open-retriever.js'
 import { checkCount, checkQuestion } from '../pipeline/ask-arguments.js'
 import { defaults } from '../../core/config.js'
 import { contextFor, parseNumber } from './context.js'
+import { RETRIEVER_CHOICES } from '../../core/kinds.js'
 
 export function registerSearchCommand(program: Command): void {
   program
@@ -11,7 +12,7 @@ export function registerSearchCommand(program: Command): void {
     .argument('<question>', 'the question')
     .option('-k, --k <n>', 'number of passages', parseNumber('--k'), 5)
     .option('--store <dir>', 'store folder (default: config "store")')
-    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
+    .option('--retriever <name>', RETRIEVER_CHOICES)
     .option('--k1 <k1>', `BM25 k1 (default ${defaults.bm25.k1})`, parseNumber('--k1'))
     .option('--b <b>', `BM25 b (default ${defaults.bm25.b})`, parseNumber('--b'))
     .option('--json', 'print JSON')

@@ -4,13 +4,14 @@ import { FIELD_COSTS } from '../server/query-cost.js'
 import { limitsOf } from '../server/limits.js'
 import { startServer } from '../server/start.js'
 import { contextFor, parseNumber } from './context.js'
+import { RETRIEVER_CHOICES } from '../../core/kinds.js'
 
 export function registerServeCommand(program: Command): void {
   program
     .command('serve')
     .description('serve the GraphQL API (GraphiQL at /graphiql, metrics at /metrics); every flag is also a config key server.* and an AMBIGQA_SERVER_* variable')
     .option('--store <dir>', 'store folder (default: config "store")')
-    .option('--retriever <name>', 'bm25-sqlite | bm25-es | dense | dense-es | hybrid (default: config "retriever")')
+    .option('--retriever <name>', RETRIEVER_CHOICES)
     .option('--host <host>', `address to listen on (default ${defaults.server.host})`)
     .option('--port <n>', `port (default ${defaults.server.port})`, parseNumber('--port'))
     .option('--body-limit <bytes>', `largest request body (default ${defaults.server.bodyLimit})`, parseNumber('--body-limit'))

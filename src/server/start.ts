@@ -9,6 +9,7 @@ import { asStoreError, PassageStore } from '../../retriever/passage-store.js'
 import { checkStore } from '../../retriever/store-check.js'
 import type { Config } from '../../core/config.js'
 import { ERR_STORE_CORRUPT } from '../../core/errors.js'
+import { RETRIEVER_BACKENDS } from '../../core/kinds.js'
 import type { Logger } from '../../core/log.js'
 import { openPipeline } from '../pipeline/open-pipeline.js'
 import { runCoTraining } from '../training/cotrain-run.js'
@@ -27,7 +28,7 @@ export interface StartOptions {
 /** The backends the configured retriever reads: the SQLite store, Elasticsearch, or both (hybrid). */
 export function backendsOf(config: Config): { sqlite: boolean; elasticsearch: boolean } {
   const kinds = config.retriever === 'hybrid' ? config.hybrid.retrievers : [config.retriever]
-  return { sqlite: kinds.some((k) => k === 'bm25-sqlite' || k === 'dense'), elasticsearch: kinds.some((k) => k === 'bm25-es' || k === 'dense-es') }
+  return { sqlite: kinds.some((k) => RETRIEVER_BACKENDS[k] === 'sqlite'), elasticsearch: kinds.some((k) => RETRIEVER_BACKENDS[k] === 'elasticsearch') }
 }
 
 /** Opens the store and runs the quick check (store-check.ts), logging its time. */
