@@ -46,6 +46,16 @@ export interface ExtractiveOptions {
   dropContaining: boolean
 }
 
+/** The options the configuration sets (`reader.*` of the same names); the rest keep their defaults. */
+export const EXTRACTIVE_SETTINGS = ['keep', 'minProbability', 'maxAnswers', 'rankPrior', 'dropContaining'] as const satisfies readonly (keyof ExtractiveOptions)[]
+
+export type ExtractiveSettings = Pick<ExtractiveOptions, (typeof EXTRACTIVE_SETTINGS)[number]>
+
+/** The configured options out of the reader's settings. */
+export function extractiveSettings(settings: ExtractiveSettings): ExtractiveSettings {
+  return Object.fromEntries(EXTRACTIVE_SETTINGS.map((key) => [key, settings[key]])) as unknown as ExtractiveSettings
+}
+
 export const defaultExtractiveOptions: ExtractiveOptions = {
   maxInputTokens: 256, maxQuestionTokens: 64, maxAnswerTokens: 10, batchSize: 16, keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 0, dropContaining: false,
 }

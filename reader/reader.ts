@@ -6,14 +6,15 @@ import type { Logger } from '../core/log.js'
 import { ambiguousOf, asAsked, type Disambiguated, type Read, type ReadAnswer, type Reranked, type Stage } from '../core/stages.js'
 import { BatchQueue } from './batch-queue.js'
 import { ExtractiveCommittee, isCommittee } from './extractive-committee.js'
-import { ExtractiveReader } from './extractive-reader.js'
+import { extractiveSettings, ExtractiveReader, type ExtractiveSettings } from './extractive-reader.js'
 import { QuestionDisambiguator, type DisambiguationItem, type Rewrite } from './question-disambiguator.js'
 import { Seq2SeqModel } from './seq2seq-model.js'
 import { SpanSeqGen, type PredictedAnswer, type ReadingQuestion } from './span-seq-gen.js'
 
-/** What the reader reads of the `reader.*` settings (src/core/config.ts documents each): its own
- * type, so this library does not depend on the app's configuration. */
-export interface ReaderSettings {
+/** What the reader reads of the `reader.*` settings (core/config.ts documents each): its own
+ * type, so this library does not depend on the app's configuration. The extractive reader's
+ * (ExtractiveSettings) are declared once, beside their options. */
+export interface ReaderSettings extends ExtractiveSettings {
   kind: ReaderKind
   spanseqgen: string
   extractive: string
@@ -30,11 +31,6 @@ export interface ReaderSettings {
   constrainToPassages: boolean
   readEach: number
   poolKeep: number
-  keep: number
-  minProbability: number
-  maxAnswers: number
-  rankPrior: number
-  dropContaining: boolean
 }
 
 /** A reader's answers as the pipeline carries them: the probability as read is the confidence until
@@ -47,7 +43,7 @@ export class Reader {
   private readonly answerQueue: BatchQueue<ReadingQuestion, PredictedAnswer[]>
   private readonly questionQueue: BatchQueue<DisambiguationItem, Rewrite[]>
 
-  private constructor(readonly answerReader: SpanSeqGen | ExtractiveReader | ExtractiveCommittee, readonly disambiguator: QuestionDisambiguator, private readonly models: { close(): Promise<void> }[], maxBatch: number, readonly kind: string) {
+  private constructor(readonly answerReader: SpanSeqGen | ExtractiveReader | ExtractiveCommittee, readonly disambiguator: QuestionDisambiguator, private readonly models: { close(): Promise<void> }[], maxBatch: number) {
     this.answerQueue = new BatchQueue((items) => answerReader.read(items), maxBatch)
     this.questionQueue = new BatchQueue((items) => disambiguator.disambiguate(items), maxBatch)
   }
@@ -61,16 +57,16 @@ export class Reader {
       // decoding repeats no token pair (on the held-out rewrites: EDIT-F1 6.2 against 5.3 with 3).
       const disambiguator = new QuestionDisambiguator(questionModel, { maxInputTokens: settings.qdMaxInputTokens, candidates: settings.qdCandidates, evidenceVocabulary: settings.qdEvidenceVocabulary, generation: { noRepeatNgramSize: 2, ...generation } })
       if (settings.kind === 'extractive') {
-        const options = { keep: settings.keep, minProbability: settings.minProbability, maxAnswers: settings.maxAnswers, rankPrior: settings.rankPrior, dropContaining: settings.dropContaining }
+        const options = extractiveSettings(settings)
         // A committee folder (committee.json) is the co-trained ensemble: its members vote with their spans.
         const extractive = isCommittee(settings.extractive)
           ? await ExtractiveCommittee.load(settings.extractive, device, options)
           : await ExtractiveReader.load(settings.extractive, device, options)
-        return new Reader(extractive, disambiguator, [extractive, questionModel], settings.maxBatch, 'extractive')
+        return new Reader(extractive, disambiguator, [extractive, questionModel], settings.maxBatch)
       }
       const answerModel = settings.qd === settings.spanseqgen ? questionModel : await Seq2SeqModel.load(settings.spanseqgen, device)
       const spanSeqGen = new SpanSeqGen(answerModel, { maxInputTokens: settings.maxInputTokens, constrainToPassages: settings.constrainToPassages, generation, readEach: settings.readEach, poolKeep: settings.poolKeep })
-      return new Reader(spanSeqGen, disambiguator, [...new Set([answerModel, questionModel])], settings.maxBatch, 'spanseqgen')
+      return new Reader(spanSeqGen, disambiguator, [...new Set([answerModel, questionModel])], settings.maxBatch)
     } catch (error) {
       await questionModel.close()
       throw error

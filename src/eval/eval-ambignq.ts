@@ -67,7 +67,10 @@ export function loadEvalRecords(dataPath: string, idsPath?: string, limit?: numb
 
 /** The settings that make answers comparable: a resumed run must use the same ones. */
 export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'retrieve' | 'read'>): Record<string, unknown> {
-  const r = config.reader
+  // Every reader setting may change the answers, except where and how fast they are computed
+  // (device, threads, maxBatch) and the passage counts (recorded above, as the run's own): a new
+  // setting is recorded without an edit here.
+  const { device, threads, maxBatch, read, retrieve, ...r } = config.reader
   return {
     retrieve: options.retrieve,
     read: options.read,
@@ -75,11 +78,11 @@ export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'r
     store: config.retriever === 'bm25-es' ? config.elasticsearch.url : resolve(config.store),
     reranker: config.reranker.model ? { model: resolve(config.reranker.model), precision: config.reranker.precision, maxTokens: config.reranker.maxTokens } : 'none',
     reader: {
-      kind: r.kind, extractive: resolve(r.extractive), keep: r.keep, minProbability: r.minProbability, maxAnswers: r.maxAnswers, candidates: r.candidates, rankPrior: r.rankPrior, dropContaining: r.dropContaining,
-      spanseqgen: resolve(r.spanseqgen), qd: resolve(r.qd), qdMaxInputTokens: r.qdMaxInputTokens, qdCandidates: r.qdCandidates, qdEvidenceVocabulary: r.qdEvidenceVocabulary, precision: r.precision,
-      maxInputTokens: r.maxInputTokens, numBeams: r.numBeams, constrainToPassages: r.constrainToPassages, readEach: r.readEach, poolKeep: r.poolKeep,
+      ...r,
+      // The model folders as absolute paths, so a run resumed from another folder compares equal.
+      spanseqgen: resolve(r.spanseqgen), extractive: resolve(r.extractive), qd: resolve(r.qd),
       // Another calibration gives other confidences and answer sets.
-      calibration: r.calibration === '' ? '' : resolve(r.calibration), minConfidence: r.minConfidence, oneAnswerWhenUnambiguous: r.oneAnswerWhenUnambiguous,
+      calibration: r.calibration === '' ? '' : resolve(r.calibration),
     },
   }
 }

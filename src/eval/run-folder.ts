@@ -42,7 +42,6 @@ export function lockOutDir(outDir: string): () => void {
 /** Records the run's settings, or checks them against the ones the folder's progress was made with. */
 export function checkSettings(outDir: string, settings: Record<string, unknown>): void {
   const path = join(outDir, SETTINGS_FILE)
-  const wanted = JSON.stringify(settings)
   if (existsSync(path) && existsSync(join(outDir, PROGRESS_FILE))) {
     let previous: unknown
     try {
@@ -50,10 +49,11 @@ export function checkSettings(outDir: string, settings: Record<string, unknown>)
     } catch {
       previous = undefined
     }
-    if (previous !== undefined && JSON.stringify(previous) !== wanted) {
-      const diffs = differences(previous, settings).slice(0, 5).join('; ')
+    // Compared key by key, not as text: the order of the keys is no setting.
+    const diffs = previous === undefined ? [] : differences(previous, settings)
+    if (diffs.length > 0) {
       throw ERR_USAGE(
-        `${outDir} holds answers made with other settings (${diffs})`,
+        `${outDir} holds answers made with other settings (${diffs.slice(0, 5).join('; ')})`,
         'Resume with the same settings, or pass another --out (or delete the folder) to start over',
       )
     }
