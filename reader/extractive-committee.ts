@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { ERR_MODEL_INVALID } from '../core/errors.js'
 import { ExtractiveReader, type ExtractiveLoadOptions, type ExtractiveOptions, type ScoredSpan } from './extractive-reader.js'
-import type { PredictedAnswer, ReadingQuestion } from './span-seq-gen.js'
+import type { PredictedAnswer, ReadingQuestion } from './types.js'
 
 export const COMMITTEE_FILE = 'committee.json'
 

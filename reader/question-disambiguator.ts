@@ -6,12 +6,12 @@
 // answer; the best one without a fault (rewrite-check.ts) is returned, and when none is left the
 // prompt question is returned marked as not rewritten, instead of invented words.
 import type { RetrievedPassage } from '../core/retriever.js'
-import { generate, type GenerateRequest } from './generate.js'
-import type { GenerationOptions } from './generation-options.js'
+import { generate, type GenerateRequest } from './generation/generate.js'
+import type { GenerationOptions } from './generation/generation-options.js'
 import { qdInput } from './reader-input.js'
 import { FUNCTION_WORDS, rewriteFaults, supportedWords } from './rewrite-check.js'
-import type { TokenConstraint } from './logits-processors.js'
-import type { Seq2SeqModel } from './seq2seq-model.js'
+import type { TokenConstraint } from './generation/logits-processors.js'
+import type { Seq2SeqModel } from './generation/seq2seq-model.js'
 
 export interface DisambiguatorOptions {
   maxInputTokens: number

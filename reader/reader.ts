@@ -8,8 +8,9 @@ import { BatchQueue } from './batch-queue.js'
 import { ExtractiveCommittee, isCommittee } from './extractive-committee.js'
 import { extractiveSettings, ExtractiveReader, type ExtractiveSettings } from './extractive-reader.js'
 import { QuestionDisambiguator, type DisambiguationItem, type Rewrite } from './question-disambiguator.js'
-import { Seq2SeqModel } from './seq2seq-model.js'
-import { SpanSeqGen, type PredictedAnswer, type ReadingQuestion } from './span-seq-gen.js'
+import { Seq2SeqModel } from './generation/seq2seq-model.js'
+import { SpanSeqGen } from './span-seq-gen.js'
+import type { PredictedAnswer, ReadingQuestion } from './types.js'
 
 /** What the reader reads of the `reader.*` settings (core/config.ts documents each): its own
  * type, so this library does not depend on the app's configuration. The extractive reader's

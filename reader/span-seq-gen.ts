@@ -4,11 +4,12 @@ import type { RetrievedPassage } from '../core/retriever.js'
 import { containsTokens, hasAnswer } from '../core/has-answer.js'
 import { normalizeAnswer } from '../core/normalize-answer.js'
 import { ERR_MODEL_INVALID } from '../core/errors.js'
-import { generate, type Hypothesis } from './generate.js'
-import type { GenerationOptions } from './generation-options.js'
-import type { TokenConstraint } from './logits-processors.js'
+import { generate, type Hypothesis } from './generation/generate.js'
+import type { GenerationOptions } from './generation/generation-options.js'
+import type { TokenConstraint } from './generation/logits-processors.js'
 import { INPUT_SEPARATOR, readerInput, surfaceForm } from './reader-input.js'
-import type { Seq2SeqModel } from './seq2seq-model.js'
+import type { Seq2SeqModel } from './generation/seq2seq-model.js'
+import type { PredictedAnswer, ReadingQuestion } from './types.js'
 
 export interface SpanSeqGenOptions {
   /** Input budget in tokens (the length the model was trained at). */
@@ -30,24 +31,6 @@ export interface SpanSeqGenOptions {
 export const defaultSpanSeqGenOptions: SpanSeqGenOptions = { maxInputTokens: 384, separator: '<SEP>', constrainToPassages: false, generation: {}, readEach: 0, poolKeep: 0.5 }
 
 interface AnswerText { text: string; probability: number }
-
-export interface ReadingQuestion {
-  question: string
-  passages: readonly RetrievedPassage[]
-  /** Answers already known, forced as the start of the output (co-training's prefix). */
-  knownAnswers?: readonly string[]
-}
-
-export interface PredictedAnswer {
-  /** The answer as the evidence writes it (the model's own lower-cased text when no passage has it). */
-  answer: string
-  /** The model's probability of this answer's tokens and the separator or end that closes it. */
-  probability: number
-  /** Passages that contain the answer, in reading order. */
-  evidence: RetrievedPassage[]
-  /** What the extractive reader scored of it besides the probability (its candidateFeatures), for the verifier. */
-  features?: Record<string, number>
-}
 
 /** Token pieces between separators (empty pieces kept, as a split on the separator gives them). */
 export function splitOnSeparator(tokens: readonly number[], separator: number): number[][] {

@@ -3,7 +3,7 @@
 // passage; splitting as BertPreTokenizer does (whitespace, and each punctuation or CJK character
 // alone) and encoding word by word gives the same pieces as encoding the whole text, each piece
 // with its word. Characters the normaliser removes stay inside their word, as they do there.
-import type { Seq2SeqTokenizer } from './seq2seq-tokenizer.js'
+import type { Seq2SeqTokenizer } from './generation/seq2seq-tokenizer.js'
 
 export interface Word { start: number; end: number }
 

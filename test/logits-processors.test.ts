@@ -2,8 +2,8 @@
 // that forbids it (a row with every token at -Infinity has no distribution: NaN log-probs).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { builtinGenerationDefaults } from '../reader/generation-options.js'
-import { logSoftmax, processScores } from '../reader/logits-processors.js'
+import { builtinGenerationDefaults } from '../reader/generation/generation-options.js'
+import { logSoftmax, processScores } from '../reader/generation/logits-processors.js'
 
 const options = { ...builtinGenerationDefaults, forcedEosTokenId: 2 }
 

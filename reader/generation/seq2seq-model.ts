@@ -4,9 +4,9 @@
 // decoder_model.onnx + decoder_with_past_model.onnx; `int8` picks the `_quantized` files.
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import ort from '../core/onnx-runtime.js'
-import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../core/errors.js'
-import { createSession, defaultSessionOptions, type SessionOptions } from '../core/onnx-session.js'
+import ort from '../../core/onnx-runtime.js'
+import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../../core/errors.js'
+import { createSession, defaultSessionOptions, type SessionOptions } from '../../core/onnx-session.js'
 import { Seq2SeqTokenizer } from './seq2seq-tokenizer.js'
 import { generationDefaultsFrom, type GenerationOptions } from './generation-options.js'
 
