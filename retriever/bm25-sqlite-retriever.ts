@@ -8,9 +8,8 @@
 // The result is exactly the exhaustive one.
 import { ERR_USAGE } from '../core/errors.js'
 import { analyze } from './english-analyzer.js'
-import { FIELDS } from './segment-builder.js'
 import { LENGTH_TABLE } from './lucene-norms.js'
-import { PostingCursor, readSkipTable } from './postings.js'
+import { FIELDS, PostingCursor, readSkipTable } from './postings.js'
 import type { PassageStore } from './passage-store.js'
 import type { RetrievedPassage, Retriever } from '../core/retriever.js'
 

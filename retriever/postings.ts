@@ -16,6 +16,10 @@
 // Decoding is the inner loop of every BM25 query, so the reader is a cursor made once per list
 // and stepped without allocating, its doc and tf read as fields.
 
+/** The passage fields indexed, in the order of a posting's field number and of a segment's norms. */
+export const FIELDS = ['title', 'text'] as const
+export type Field = (typeof FIELDS)[number]
+
 export class VarintWriter {
   private buffer = Buffer.allocUnsafe(1024)
   private size = 0

@@ -6,7 +6,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import { EsPassageSource, SqlitePassageSource, type PassageSource } from '../../retriever/passage-source.js'
 import { asStoreError, PassageStore } from '../../retriever/passage-store.js'
-import { checkStore } from '../../retriever/store-check.js'
+import { checkStore } from '../../index/store-check.js'
 import type { Config } from '../../core/config.js'
 import { ERR_STORE_CORRUPT } from '../../core/errors.js'
 import { RETRIEVER_BACKENDS } from '../../core/kinds.js'

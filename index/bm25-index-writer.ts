@@ -3,7 +3,7 @@
 // interrupted indexing run resumes at the first missing segment.
 import { join } from 'node:path'
 import { createJobRunner, orderedMap } from '../core/worker-pool.js'
-import { STORE_FILE, type PassageStore } from './passage-store.js'
+import { STORE_FILE, type PassageStore } from '../retriever/passage-store.js'
 import type { SegmentData } from './segment-builder.js'
 import { runSegmentJob, type SegmentJob } from './segment-worker.js'
 

@@ -8,8 +8,8 @@
 // passages. 'full' (`index stats --verify`) adds SQLite's quick_check over every page and
 // re-derives every segment's postings and norms from the passages: as long as indexing them.
 import { createHash } from 'node:crypto'
-import type { PassageStore } from './passage-store.js'
-import { FIELDS } from './segment-builder.js'
+import type { PassageStore } from '../retriever/passage-store.js'
+import { FIELDS } from '../retriever/postings.js'
 import { runSegmentJob } from './segment-worker.js'
 
 export type CheckLevel = 'quick' | 'full'

@@ -1,11 +1,9 @@
 // One index segment from a range of passages: length norms, field statistics and postings per
 // (term, field), in the format of postings.ts. Pure, so it runs the same on the main thread or a worker.
-import { termFrequencies } from './english-analyzer.js'
-import { lengthToNorm } from './lucene-norms.js'
-import { VarintWriter, writePostingList } from './postings.js'
+import { termFrequencies } from '../retriever/english-analyzer.js'
+import { lengthToNorm } from '../retriever/lucene-norms.js'
+import { FIELDS, VarintWriter, writePostingList } from '../retriever/postings.js'
 
-export const FIELDS = ['title', 'text'] as const
-export type Field = (typeof FIELDS)[number]
 
 export interface SegmentRow {
   rowid: number

@@ -1,4 +1,4 @@
-// Worker entry (dist/retriever/segment-worker.js): reads a range of passages from the store and
+// Worker entry (dist/index/segment-worker.js): reads a range of passages from the store and
 // builds its segment; the main thread writes segments in order.
 import Database from 'better-sqlite3'
 import { serveJobs } from '../core/worker-pool.js'
