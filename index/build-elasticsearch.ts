@@ -3,16 +3,15 @@
 // document _id is the passage id, so re-sending a batch changes nothing; each source's position
 // is kept in the index's _meta and written after each acknowledged bulk batch, so a build killed
 // at any moment resumes where its last batch ended.
-import { resolve } from 'node:path'
 import type { Client } from '@elastic/elasticsearch'
-import { ERR_ELASTICSEARCH_INDEX, ERR_SOURCE_CHANGED, ERR_SOURCE_EMPTY } from '../core/errors.js'
+import { ERR_ELASTICSEARCH_INDEX, ERR_SOURCE_EMPTY } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
 import { createEsClient, esError, type EsOptions } from '../retriever/elasticsearch-client.js'
-import type { SourceSpec } from './build-index.js'
-import { createReader, detectFormat } from './formats.js'
+import { createReader } from './formats.js'
 import type { Passage } from '../core/passage.js'
 import type { ResumePoint } from './passage.js'
-import { fingerprintOf, readInBatches } from './read-in-batches.js'
+import { readInBatches } from './read-in-batches.js'
+import { buildSource, finishSource, resumePoint, type SourceSpec } from './resume.js'
 
 export interface EsBuildOptions {
   es: EsOptions
@@ -106,20 +105,13 @@ async function writeMeta(client: Client, index: string, meta: NonNullable<Meta['
 async function ingestSource(client: Client, meta: Required<NonNullable<Meta['ambigqa']>>, spec: SourceSpec, options: EsBuildOptions, report: EsBuildReport): Promise<void> {
   const { log } = options
   const index = options.es.index
-  const path = resolve(spec.path)
-  const format = spec.format ?? detectFormat(path)
-  const key = `${path}|${format}|${spec.idPrefix ?? ''}`
-  const fingerprint = fingerprintOf(path)
-  let state = meta.sources[key]
-  if (state && state.fingerprint !== fingerprint) throw ERR_SOURCE_CHANGED(path, `${options.es.url}/${index}`)
-  if (state?.done) {
-    log.info({ source: path }, 'source already indexed, skipping')
-    return
-  }
-  state ??= { fingerprint, records: 0, sent: 0, skipped: 0, done: false }
+  const source = buildSource(spec)
+  const { path, format, key, fingerprint } = source
+  const kept = meta.sources[key]
+  const from = resumePoint(source, kept, `${options.es.url}/${index}`, log)
+  if (!from) return
+  const state = kept ?? { fingerprint, records: 0, sent: 0, skipped: 0, done: false }
   meta.sources[key] = state
-  const from: ResumePoint = { records: state.records, ...(state.byteOffset !== undefined ? { byteOffset: state.byteOffset } : {}), ...(state.line !== undefined ? { line: state.line } : {}) }
-  if (from.records > 0) log.info({ source: path, records: from.records }, 'resuming an interrupted build')
   const reader = await createReader(path, format)
 
   const flush = async (docs: Passage[], skippedInBatch: number, position: ResumePoint) => {
@@ -148,9 +140,8 @@ async function ingestSource(client: Client, meta: Required<NonNullable<Meta['amb
   }
   const read = await readInBatches(reader, from, { label: `sending ${spec.path} to elasticsearch`, onError: options.onError, batchSize: options.batchSize, log, ...(spec.idPrefix ? { idPrefix: spec.idPrefix } : {}) }, flush)
   report.skipped += read.skipped
-  if (state.sent === 0 && state.skipped === 0) throw ERR_SOURCE_EMPTY(path)
+  finishSource(source, state.sent, state.skipped, log)
   state.done = true
   await writeMeta(client, index, meta)
-  if (state.skipped > 0) log.warn({ source: path, skipped: state.skipped }, `skipped ${state.skipped} bad records (--on-error skip)`)
 }
 

@@ -2,22 +2,16 @@
 // Each batch of passages is committed together with the source position after it, so a build
 // killed at any moment resumes where its last commit ended and adds nothing twice.
 import { resolve } from 'node:path'
-import { ERR_SOURCE_CHANGED, ERR_SOURCE_EMPTY } from '../core/errors.js'
+import { ERR_SOURCE_EMPTY } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
 import { Progress } from '../core/progress.js'
 import { indexPendingPassages } from './bm25-index-writer.js'
 import { PassageStore } from '../retriever/passage-store.js'
-import { createReader, detectFormat, type SourceFormat } from './formats.js'
+import { createReader } from './formats.js'
 import type { Passage } from '../core/passage.js'
 import type { ResumePoint } from './passage.js'
-import { fingerprintOf, readInBatches } from './read-in-batches.js'
-
-export interface SourceSpec {
-  path: string
-  format?: SourceFormat
-  /** Prepended to every id of the source, to keep ids of different sources apart. */
-  idPrefix?: string
-}
+import { readInBatches } from './read-in-batches.js'
+import { buildSource, finishSource, resumePoint, type SourceSpec } from './resume.js'
 
 export interface BuildOptions {
   store: string
@@ -81,24 +75,17 @@ export async function buildIndex(options: BuildOptions): Promise<BuildReport> {
 
 async function ingestSource(store: PassageStore, spec: SourceSpec, options: BuildOptions, report: BuildReport): Promise<void> {
   const { log } = options
-  const path = resolve(spec.path)
-  const format = spec.format ?? detectFormat(path)
-  const key = `${path}|${format}|${spec.idPrefix ?? ''}`
-  const fingerprint = fingerprintOf(path)
+  const source = buildSource(spec)
+  const { path, format, key, fingerprint } = source
   const db = store.db
   let row = db.prepare('SELECT * FROM sources WHERE key = ?').get(key) as SourceRow | undefined
-  if (row && row.fingerprint !== fingerprint) throw ERR_SOURCE_CHANGED(path, store.dir)
-  if (row?.done) {
-    log.info({ source: path }, 'source already indexed, skipping')
-    return
-  }
+  const from = resumePoint(source, row && { ...row, byteOffset: row.byte_offset }, store.dir, log)
+  if (!from) return
   if (!row) {
     db.prepare('INSERT INTO sources (key, path, format, fingerprint) VALUES (?, ?, ?, ?)').run(key, path, format, fingerprint)
     row = db.prepare('SELECT * FROM sources WHERE key = ?').get(key) as SourceRow
   }
   const reader = await createReader(path, format, { workers: options.workers })
-  const from: ResumePoint = { records: row.records, ...(row.byte_offset !== null ? { byteOffset: row.byte_offset } : {}), ...(row.line !== null ? { line: row.line } : {}) }
-  if (from.records > 0) log.info({ source: path, records: from.records }, 'resuming an interrupted build')
 
   const insert = db.prepare('INSERT OR IGNORE INTO passages (id, title, text) VALUES (?, ?, ?)')
   const existing = db.prepare('SELECT title, text FROM passages WHERE id = ?')
@@ -131,7 +118,6 @@ async function ingestSource(store: PassageStore, spec: SourceSpec, options: Buil
   })
   const read = await readInBatches(reader, from, { label: `reading ${spec.path}`, onError: options.onError, batchSize: options.batchSize, log, ...(spec.idPrefix ? { idPrefix: spec.idPrefix } : {}) }, commit)
   report.skipped += read.skipped
-  if (total === 0 && skipped === 0) throw ERR_SOURCE_EMPTY(path)
+  finishSource(source, total, skipped, log)
   db.prepare('UPDATE sources SET done = 1 WHERE key = ?').run(key)
-  if (skipped > 0) log.warn({ source: path, skipped }, `skipped ${skipped} bad records (--on-error skip)`)
 }

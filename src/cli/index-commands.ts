@@ -1,6 +1,7 @@
 import type { Command } from 'commander'
 import { buildElasticsearchIndex } from '../../index/build-elasticsearch.js'
-import { buildIndex, type SourceSpec } from '../../index/build-index.js'
+import { buildIndex } from '../../index/build-index.js'
+import type { SourceSpec } from '../../index/resume.js'
 import { encodeElasticsearch } from '../../index/encode-elasticsearch.js'
 import { isSourceFormat, SOURCE_FORMATS } from '../../index/formats.js'
 import { ENCODER_NAMES } from '../../retriever/dense-encoder.js'
