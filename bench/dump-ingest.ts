@@ -15,7 +15,7 @@ import { openDumpInput } from '../index/dump-input.js'
 import { silentLogger } from '../core/log.js'
 import { readMediaWikiPages } from '../index/mediawiki-pages.js'
 import { createMediaWikiXmlReader } from '../index/mediawiki-xml-reader.js'
-import { realArticles, writeMediaWikiDump, writeMediaWikiDumpMultistream, type DumpArticle } from '../test/helpers/make-dump.js'
+import { realArticles, writeMediaWikiDump, writeMediaWikiDumpMultistream, type DumpArticle } from './make-dump.js'
 
 const corpus = resolve(process.cwd(), '../shared/data/corpus/wikitext')
 if (!existsSync(corpus)) {

@@ -155,7 +155,7 @@ test('empty sources, unknown formats, missing files and missing stores are clear
 
 const wikitext = sharedFile('corpus/wikitext')
 test('index build from a multistream .xml.bz2 dump of real articles; a truncated one fails with its offset', { skip: wikitext.skip, timeout: 120_000 }, async () => {
-  const { realArticles, writeMediaWikiDumpMultistream } = await import('./helpers/make-dump.js')
+  const { realArticles, writeMediaWikiDumpMultistream } = await import('../bench/make-dump.js')
   const dir = tmp()
   const dump = join(dir, 'enwiki-test-pages-articles-multistream.xml.bz2')
   const articles = realArticles(wikitext.path)

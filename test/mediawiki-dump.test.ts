@@ -15,7 +15,7 @@ import {
   writeMediaWikiDumpBz2,
   writeMediaWikiDumpMultistream,
   type DumpArticle,
-} from './helpers/make-dump.js'
+} from '../bench/make-dump.js'
 import { prerequisite } from './helpers/prerequisite.js'
 
 const CORPUS = resolve(process.cwd(), '../shared/data/corpus/wikitext')

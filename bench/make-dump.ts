@@ -1,6 +1,8 @@
 // Builds MediaWiki XML export dumps for tests and benchmarks, in the shape dumps.wikimedia.org
 // serves (export-0.10), plain or bzip2-compressed with the system `bzip2` binary; multistream
 // dumps compress groups of pages separately and concatenate the streams, as Wikimedia does.
+// It lives in bench/, as the Lucene peer does, because tests may import a benchmark's tools but a
+// benchmark never reaches into test/.
 import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
