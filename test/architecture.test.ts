@@ -1,7 +1,7 @@
 // The floors of docs/architecture.md, held against the code: every relative import of every
 // TypeScript source, read by TypeScript's own pre-processor (type-only and dynamic imports too),
-// so a library that reaches up into the app, or two files that import each other, fail here
-// before they tangle the house.
+// so a library that reaches up into the app, an app folder that reaches up the chain, or two
+// files that import each other, fail here before they tangle the house.
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -34,36 +34,59 @@ function importGraph(): Map<string, string[]> {
   return graph
 }
 
-/** The floor a file stands on, and the floors it may import from (its own included). */
+/** The floors, lowest first: a file may import its own floor's files and those of the floors it
+ * names. Every arrow runs down; the app is a chain, not side by side (docs/architecture.md). */
+const LIBRARIES = 'core|retriever|reader|index'
 const FLOORS: { name: string; holds: RegExp; mayImport: RegExp }[] = [
   { name: 'core', holds: /^core\//, mayImport: /^core\// },
   { name: 'retriever', holds: /^retriever\//, mayImport: /^(core|retriever)\// },
+  // The seq2seq engine knows nothing of the readers that drive it.
+  { name: 'reader/generation', holds: /^reader\/generation\//, mayImport: /^(core|reader\/generation)\// },
   { name: 'reader', holds: /^reader\//, mayImport: /^(core|reader)\// },
   // Ingestion builds the retriever's stores, so it stands on the retriever; never the reverse.
   { name: 'index', holds: /^index\//, mayImport: /^(core|retriever|index)\// },
+  { name: 'src/pipeline', holds: /^src\/pipeline\//, mayImport: new RegExp(`^(${LIBRARIES}|src/pipeline)/`) },
+  { name: 'src/eval', holds: /^src\/eval\//, mayImport: new RegExp(`^(${LIBRARIES}|src/(pipeline|eval))/`) },
+  // Co-training evaluates each round with src/eval.
+  { name: 'src/training', holds: /^src\/training\//, mayImport: new RegExp(`^(${LIBRARIES}|src/(pipeline|eval|training))/`) },
+  // The server runs training jobs (startCoTraining).
+  { name: 'src/server', holds: /^src\/server\//, mayImport: new RegExp(`^(${LIBRARIES}|src/(pipeline|eval|training|server))/`) },
+  { name: 'src/cli', holds: /^src\/cli\//, mayImport: new RegExp(`^(${LIBRARIES}|src/(pipeline|eval|training|server|cli))/`) },
 ]
 
 const graph = importGraph()
 
-test('the import graph is read: every library floor has files and imports', () => {
+test('the import graph is read: every floor has files, and the pipeline its stage contracts', () => {
   for (const floor of FLOORS) assert.ok([...graph.keys()].some((f) => floor.holds.test(f)), `no file under ${floor.name}`)
   assert.ok(graph.get('src/pipeline/pipeline.ts')?.includes('core/stages.ts'), 'the pipeline imports its stage contracts from core/')
 })
 
-test('no library imports the app: core, index, retriever and reader import only what lies beneath them', () => {
+test('every source stands on a floor, and every import runs to its own floor or one beneath it', () => {
+  const sources = [...graph.keys()].filter((f) => !/^(test|bench)\//.test(f))
+  assert.ok(sources.length > 0)
+  const homeless = sources.filter((f) => !FLOORS.some((floor) => floor.holds.test(f)))
+  assert.deepEqual(homeless, [], 'sources on no floor of docs/architecture.md')
   const wrong: string[] = []
-  for (const [file, targets] of graph) {
-    const floor = FLOORS.find((f) => f.holds.test(file))
-    if (!floor) continue
-    for (const target of targets) if (!floor.mayImport.test(target)) wrong.push(`${file} -> ${target}`)
+  for (const file of sources) {
+    const floor = FLOORS.find((f) => f.holds.test(file))!
+    for (const target of graph.get(file)!) if (!floor.mayImport.test(target)) wrong.push(`${file} (${floor.name}) -> ${target}`)
   }
   assert.deepEqual(wrong, [], `imports that run upward (docs/architecture.md):\n${wrong.join('\n')}`)
 })
 
-test('nothing but the app imports src/cli, src/server, src/pipeline, src/eval or src/training', () => {
-  const app = /^src\/(cli|server|pipeline|eval|training)\//
-  const wrong = [...graph].flatMap(([file, targets]) => (/^(core|index|retriever|reader)\//.test(file) ? targets.filter((t) => app.test(t)).map((t) => `${file} -> ${t}`) : []))
+test('nothing outside test/ imports a test file (benchmarks included)', () => {
+  const wrong = [...graph].flatMap(([file, targets]) => (file.startsWith('test/') ? [] : targets.filter((t) => t.startsWith('test/')).map((t) => `${file} -> ${t}`)))
   assert.deepEqual(wrong, [])
+})
+
+test('Python is started one way: src/training/python-process.ts knows the venv, and whoever spawns takes its command', () => {
+  const PYTHON_PROCESS = 'src/training/python-process.ts'
+  const spawners = [...graph.keys()].filter((f) => !/^(test|bench)\//.test(f) && ts.preProcessFile(readFileSync(join(ROOT, f), 'utf8'), true, true).importedFiles.some((i) => i.fileName === 'node:child_process'))
+  assert.ok(spawners.includes(PYTHON_PROCESS), `${PYTHON_PROCESS} no longer starts processes: update this test and docs/architecture.md`)
+  assert.deepEqual(spawners.filter((f) => f !== PYTHON_PROCESS && !graph.get(f)!.includes(PYTHON_PROCESS)), [], 'files that start a process without python-process.ts')
+  // The interpreter's path and the training package's PYTHONPATH are python-process.ts's alone.
+  const own = [...graph.keys()].filter((f) => !/^(test|bench)\//.test(f) && f !== PYTHON_PROCESS && /bin\/python|PYTHONPATH/.test(readFileSync(join(ROOT, f), 'utf8')))
+  assert.deepEqual(own, [], 'files that locate the training Python themselves')
 })
 
 test('no import cycle between files', () => {
