@@ -13,9 +13,10 @@ import { containsTokens, hasAnswer } from '../core/has-answer.js'
 import { normalizeAnswer } from '../core/normalize-answer.js'
 import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
-import { createSession, type Device } from '../core/onnx-session.js'
+import type { Device } from '../core/onnx-session.js'
 import { Seq2SeqTokenizer } from './generation/seq2seq-tokenizer.js'
 import type { PredictedAnswer, ReadingQuestion } from './types.js'
+import { WorkerSession } from './worker-session.js'
 import { WordPieceCache, type PiecedText } from './word-pieces.js'
 
 const HOW_TO_BUILD = 'scripts/train-defaults (or: ambigqa train export extractive <checkpoint> <out>)'
@@ -85,7 +86,7 @@ export class ExtractiveReader {
   private readonly sep: number
   private readonly pad: number
 
-  private constructor(readonly dir: string, private readonly session: ort.InferenceSession, readonly tokenizer: Seq2SeqTokenizer, options: Partial<ExtractiveOptions>) {
+  private constructor(readonly dir: string, private readonly session: WorkerSession, readonly tokenizer: Seq2SeqTokenizer, options: Partial<ExtractiveOptions>) {
     this.options = { ...defaultExtractiveOptions, ...options }
     this.pieces = new WordPieceCache(tokenizer)
     const id = (token: string) => {
@@ -101,7 +102,7 @@ export class ExtractiveReader {
   static async load(dir: string, load: ExtractiveLoadOptions = {}, options: Partial<ExtractiveOptions> = {}): Promise<ExtractiveReader> {
     const file = join(dir, load.precision === 'fp32' ? 'model.onnx' : 'model_quantized.onnx')
     for (const path of [file, join(dir, 'tokenizer.json')]) if (!existsSync(path)) throw ERR_MODEL_MISSING(path, HOW_TO_BUILD)
-    const session = await createSession(file, { device: load.device ?? 'cpu', threads: load.threads ?? 2, graphOptimization: 'all', ...(load.logger ? { logger: load.logger } : {}) })
+    const session = await WorkerSession.create(file, { device: load.device ?? 'cpu', threads: load.threads ?? 2, graphOptimization: 'all', ...(load.logger ? { logger: load.logger } : {}) })
     const missing = OUTPUTS.filter((o) => !session.outputNames.includes(o))
     if (missing.length > 0) {
       await session.release()

@@ -1,0 +1,35 @@
+// The worker side of WorkerSession (worker-session.ts): one onnxruntime session, run on request;
+// the main thread stops the worker to release it.
+// onnxruntime-node runs a session synchronously on the thread that calls it, so here it blocks
+// only this worker, never the server's event loop.
+import { parentPort, workerData } from 'node:worker_threads'
+import ort from '../core/onnx-runtime.js'
+import type { Logger } from '../core/log.js'
+import { createSession, type SessionOptions } from '../core/onnx-session.js'
+import type { FromWorker, ToWorker, WireTensor } from './worker-session.js'
+
+const { path, options } = workerData as { path: string; options: Omit<SessionOptions, 'logger'> }
+const port = parentPort!
+const post = (message: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer)
+
+try {
+  // createSession warns once (CUDA asked for and not usable): the warning goes to the main
+  // thread's logger, the only part of a logger it uses.
+  const logger = { warn: (fields: object, message: string) => post({ kind: 'warning', fields, message }) } as unknown as Logger
+  const session = await createSession(path, { ...options, logger })
+  port.on('message', async (message: ToWorker) => {
+    try {
+      const feeds = Object.fromEntries(Object.entries(message.feeds).map(([name, t]) => [name, new ort.Tensor(t.type as 'float32', t.data as Float32Array, t.dims)]))
+      const result = await session.run(feeds)
+      // Copies: onnxruntime's output buffers are its own, not ours to transfer.
+      const outputs: Record<string, WireTensor> = {}
+      for (const [name, tensor] of Object.entries(result)) outputs[name] = { type: tensor.type, data: (tensor.data as Float32Array).slice(), dims: [...tensor.dims] }
+      post({ kind: 'result', id: message.id, outputs }, Object.values(outputs).map((t) => t.data.buffer as ArrayBuffer))
+    } catch (error) {
+      post({ kind: 'error', id: message.id, message: error instanceof Error ? error.message : String(error) })
+    }
+  })
+  post({ kind: 'ready', inputNames: [...session.inputNames], outputNames: [...session.outputNames] })
+} catch (error) {
+  post({ kind: 'failed', message: error instanceof Error ? error.message : String(error) })
+}

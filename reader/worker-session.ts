@@ -1,0 +1,87 @@
+// An onnxruntime session in a worker thread. onnxruntime-node's `run` computes synchronously on
+// the calling thread (inside a setImmediate): a reader batch of 16 passages held the server's
+// event loop for half a second, during which no request was accepted, refused or answered. In a
+// worker the model computes while the main thread keeps serving; tensors cross as transferred
+// buffers (a copy of the outputs, no copy of the inputs).
+import { Worker } from 'node:worker_threads'
+import ort from '../core/onnx-runtime.js'
+import { ERR_INTERNAL } from '../core/errors.js'
+import { silentLogger, type Logger } from '../core/log.js'
+import type { SessionOptions } from '../core/onnx-session.js'
+
+type TypedArray = Float32Array | BigInt64Array | Int32Array | Uint8Array | Int8Array | Float64Array
+export interface WireTensor { type: string; data: TypedArray; dims: number[] }
+export interface ToWorker { id: number; feeds: Record<string, WireTensor> }
+export type FromWorker =
+  | { kind: 'ready'; inputNames: string[]; outputNames: string[] }
+  | { kind: 'failed'; message: string }
+  | { kind: 'warning'; fields: object; message: string }
+  | { kind: 'result'; id: number; outputs: Record<string, WireTensor> }
+  | { kind: 'error'; id: number; message: string }
+
+interface Pending { resolve: (outputs: Record<string, ort.Tensor>) => void; reject: (error: unknown) => void }
+
+/** The part of ort.InferenceSession the readers use, computed in a worker thread. */
+export class WorkerSession {
+  private readonly pending = new Map<number, Pending>()
+  private next = 0
+  private dead: Error | undefined
+
+  private constructor(private readonly worker: Worker, readonly inputNames: readonly string[], readonly outputNames: readonly string[], private readonly path: string) {
+    worker.on('message', (message: FromWorker) => {
+      if (message.kind !== 'result' && message.kind !== 'error') return
+      const waiting = this.pending.get(message.id)
+      this.pending.delete(message.id)
+      if (message.kind === 'error') waiting?.reject(ERR_INTERNAL(`onnxruntime failed on ${this.path}: ${message.message}`))
+      else waiting?.resolve(Object.fromEntries(Object.entries(message.outputs).map(([name, t]) => [name, new ort.Tensor(t.type as 'float32', t.data as Float32Array, t.dims)])))
+    })
+    const fail = (error: Error) => {
+      this.dead ??= error
+      for (const waiting of this.pending.values()) waiting.reject(ERR_INTERNAL(`the model worker for ${this.path} stopped: ${error.message}`))
+      this.pending.clear()
+    }
+    worker.on('error', fail)
+    worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
+  }
+
+  /** Loads the model in a new worker; fails as createSession does (the same options, CUDA fallback included). */
+  static async create(path: string, options: SessionOptions): Promise<WorkerSession> {
+    const { logger, ...plain } = options
+    const log: Logger = logger ?? silentLogger
+    const worker = new Worker(new URL('./session-worker.js', import.meta.url), { workerData: { path, options: plain } })
+    const listeners: { message?: (m: FromWorker) => void; error?: (e: Error) => void; exit?: (code: number) => void } = {}
+    const ready = await new Promise<{ inputNames: string[]; outputNames: string[] }>((resolve, reject) => {
+      listeners.message = (message) => {
+        if (message.kind === 'warning') log.warn(message.fields, message.message)
+        else if (message.kind === 'ready') resolve(message)
+        else if (message.kind === 'failed') reject(new Error(message.message))
+      }
+      listeners.error = reject
+      listeners.exit = (code) => reject(new Error(`the model worker exited with code ${code} while loading ${path}`))
+      worker.on('message', listeners.message).on('error', listeners.error).on('exit', listeners.exit)
+    }).catch(async (error: unknown) => {
+      await worker.terminate()
+      throw error
+    })
+    // Only ours: the Worker's own listeners keep its port working.
+    worker.off('message', listeners.message!).off('error', listeners.error!).off('exit', listeners.exit!)
+    return new WorkerSession(worker, ready.inputNames, ready.outputNames, path)
+  }
+
+  /** Runs the model on the feeds; their buffers are transferred to the worker (do not reuse them). */
+  run(feeds: Record<string, ort.Tensor>): Promise<Record<string, ort.Tensor>> {
+    if (this.dead) return Promise.reject(ERR_INTERNAL(`the model worker for ${this.path} stopped: ${this.dead.message}`))
+    const id = this.next++
+    const wire: Record<string, WireTensor> = {}
+    for (const [name, tensor] of Object.entries(feeds)) wire[name] = { type: tensor.type, data: tensor.data as TypedArray, dims: [...tensor.dims] }
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject })
+      this.worker.postMessage({ id, feeds: wire } satisfies ToWorker, Object.values(wire).map((t) => t.data.buffer as ArrayBuffer))
+    })
+  }
+
+  /** Stops the worker, and the session with it; runs still waiting fail. */
+  async release(): Promise<void> {
+    if (!this.dead) await this.worker.terminate()
+  }
+}
