@@ -65,9 +65,28 @@ async function run(selection: Selection, connections: number, duration: number) 
   }
 }
 
+/** Waits until the server holds no request (a level's clients leave queued work behind), so that
+ * each level starts on an idle server. */
+async function drained(): Promise<void> {
+  const metrics = url.replace(/\/graphql$/, '/metrics')
+  for (let waited = 0; waited < 60_000; waited += 250) {
+    const text = await (await fetch(metrics)).text()
+    if (/^ambigqa_in_flight 0$/m.test(text)) return
+    await new Promise((resolve) => setTimeout(resolve, 250))
+  }
+  throw new Error('the server still holds requests 60 s after the level ended')
+}
+
 const selections: Selection[] = field === 'search' ? ['search'] : ['question', 'answers']
 const rows = []
-if (seconds > 0) for (const c of [1, 8, 64]) for (const selection of selections) rows.push(await run(selection, c, seconds))
+if (seconds > 0) {
+  for (const c of [1, 8, 64]) {
+    for (const selection of selections) {
+      rows.push(await run(selection, c, seconds))
+      await drained()
+    }
+  }
+}
 if (soakSeconds > 0) rows.push(await run(selections.at(-1)!, 200, soakSeconds))
 console.log(JSON.stringify({ store, field, read: read ?? config.reader.read, retriever: config.retriever, reader: config.reader, limits, rows }, null, 2))
 console.log('| selection | connections | answered/s | p50 ms | p99 ms | answered | 503 | 504 | other errors | peak RSS MB |')

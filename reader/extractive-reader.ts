@@ -145,13 +145,18 @@ export class ExtractiveReader {
     return inputs.map((question) => question.map((input) => ({ input, logits: logits[at++]! })))
   }
 
-  /** Runs the model over inputs in batches of similar length; logits in input order. */
+  /**
+   * Runs the model over inputs in batches of similar length; logits in input order. Every batch
+   * is sent to the model's worker at once, so the model never waits for this thread between
+   * batches (a server busy refusing requests got a turn only now and then).
+   */
   private async run(inputs: Input[], signal?: AbortSignal): Promise<Logits[]> {
+    signal?.throwIfAborted()
     const order = inputs.map((_, i) => i).sort((a, b) => inputs[a]!.ids.length - inputs[b]!.ids.length)
+    const batches: number[][] = []
+    for (let b = 0; b < order.length; b += this.options.batchSize) batches.push(order.slice(b, b + this.options.batchSize))
     const out = new Array<Logits>(inputs.length)
-    for (let b = 0; b < order.length; b += this.options.batchSize) {
-      signal?.throwIfAborted()
-      const batch = order.slice(b, b + this.options.batchSize)
+    await Promise.all(batches.map(async (batch) => {
       const length = Math.max(...batch.map((i) => inputs[i]!.ids.length))
       const ids = new BigInt64Array(batch.length * length).fill(BigInt(this.pad))
       const mask = new BigInt64Array(batch.length * length)
@@ -174,7 +179,7 @@ export class ExtractiveReader {
       batch.forEach((i, row) => {
         out[i] = { start: start.slice(row * length, (row + 1) * length), end: end.slice(row * length, (row + 1) * length), relevance: relevance[row]!, length: inputs[i]!.ids.length }
       })
-    }
+    }))
     return out
   }
 

@@ -1,5 +1,5 @@
 // The worker side of WorkerSession (worker-session.ts): one onnxruntime session, run on request;
-// the main thread stops the worker to release it.
+// a release message, after the runs sent before it, ends it.
 // onnxruntime-node runs a session synchronously on the thread that calls it, so here it blocks
 // only this worker, never the server's event loop.
 import { parentPort, workerData } from 'node:worker_threads'
@@ -18,6 +18,11 @@ try {
   const logger = { warn: (fields: object, message: string) => post({ kind: 'warning', fields, message }) } as unknown as Logger
   const session = await createSession(path, { ...options, logger })
   port.on('message', async (message: ToWorker) => {
+    if (message.kind === 'release') {
+      // The main thread sends it once every run it sent has come back: nothing is cut short.
+      await session.release()
+      process.exit(0)
+    }
     try {
       const feeds = Object.fromEntries(Object.entries(message.feeds).map(([name, t]) => [name, new ort.Tensor(t.type as 'float32', t.data as Float32Array, t.dims)]))
       const result = await session.run(feeds)

@@ -11,7 +11,7 @@ import type { SessionOptions } from '../core/onnx-session.js'
 
 type TypedArray = Float32Array | BigInt64Array | Int32Array | Uint8Array | Int8Array | Float64Array
 export interface WireTensor { type: string; data: TypedArray; dims: number[] }
-export interface ToWorker { id: number; feeds: Record<string, WireTensor> }
+export type ToWorker = { kind: 'run'; id: number; feeds: Record<string, WireTensor> } | { kind: 'release' }
 export type FromWorker =
   | { kind: 'ready'; inputNames: string[]; outputNames: string[] }
   | { kind: 'failed'; message: string }
@@ -19,7 +19,7 @@ export type FromWorker =
   | { kind: 'result'; id: number; outputs: Record<string, WireTensor> }
   | { kind: 'error'; id: number; message: string }
 
-interface Pending { resolve: (outputs: Record<string, ort.Tensor>) => void; reject: (error: unknown) => void }
+interface Pending { resolve: (outputs: Record<string, ort.Tensor>) => void; reject: (error: unknown) => void; done: Promise<unknown> }
 
 /** The part of ort.InferenceSession the readers use, computed in a worker thread. */
 export class WorkerSession {
@@ -74,14 +74,23 @@ export class WorkerSession {
     const id = this.next++
     const wire: Record<string, WireTensor> = {}
     for (const [name, tensor] of Object.entries(feeds)) wire[name] = { type: tensor.type, data: tensor.data as TypedArray, dims: [...tensor.dims] }
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject })
-      this.worker.postMessage({ id, feeds: wire } satisfies ToWorker, Object.values(wire).map((t) => t.data.buffer as ArrayBuffer))
-    })
+    let settle!: Pick<Pending, 'resolve' | 'reject'>
+    const done = new Promise<Record<string, ort.Tensor>>((resolve, reject) => { settle = { resolve, reject } })
+    this.pending.set(id, { ...settle, done: done.catch(() => undefined) })
+    this.worker.postMessage({ kind: 'run', id, feeds: wire } satisfies ToWorker, Object.values(wire).map((t) => t.data.buffer as ArrayBuffer))
+    return done
   }
 
-  /** Stops the worker, and the session with it; runs still waiting fail. */
+  /**
+   * Releases the session and ends the worker once the runs already sent are done (terminating a
+   * worker inside onnxruntime's run aborts the whole process); runs asked for after this fail.
+   */
   async release(): Promise<void> {
-    if (!this.dead) await this.worker.terminate()
+    if (this.dead) return
+    this.dead = new Error('the session was released')
+    const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()))
+    await Promise.allSettled([...this.pending.values()].map((p) => p.done))
+    this.worker.postMessage({ kind: 'release' } satisfies ToWorker)
+    await exited
   }
 }
