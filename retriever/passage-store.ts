@@ -11,7 +11,11 @@ import type { Passage } from '../core/passage.js'
 
 export const STORE_FILE = 'passages.sqlite'
 const LOCK_FILE = 'build.lock'
-const SCHEMA_VERSION = '2'
+// Schema 3 added block impacts to the postings (the `maxima` column, postings.ts). Schema 2
+// stores still read: their queries take the MaxScore path (bm25-sqlite-retriever.ts), and a
+// build resumed on one gains the column, its older segments keeping none.
+const SCHEMA_VERSION = '3'
+const READABLE_SCHEMA_VERSIONS: readonly string[] = ['2', SCHEMA_VERSION]
 /** Changing the analyzer changes every term: a store built with another one must be rebuilt. */
 export const ANALYZER_VERSION = 'lucene-english-v1'
 
@@ -30,7 +34,7 @@ CREATE TABLE IF NOT EXISTS segments (
   title_norms BLOB NOT NULL, text_norms BLOB NOT NULL,
   title_docs INTEGER NOT NULL, text_docs INTEGER NOT NULL, title_terms INTEGER NOT NULL, text_terms INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS postings (
-  term TEXT NOT NULL, field INTEGER NOT NULL, seg INTEGER NOT NULL, df INTEGER NOT NULL, data BLOB NOT NULL, skips BLOB,
+  term TEXT NOT NULL, field INTEGER NOT NULL, seg INTEGER NOT NULL, df INTEGER NOT NULL, data BLOB NOT NULL, skips BLOB, maxima BLOB,
   PRIMARY KEY (term, field, seg)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dense_vectors (
   model TEXT NOT NULL, first_rowid INTEGER NOT NULL, last_rowid INTEGER NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL,
@@ -71,7 +75,9 @@ export class PassageStore {
       db.exec(SCHEMA)
       const store = new PassageStore(abs, db, lockPath)
       const version = store.meta('schema_version')
-      if (version !== undefined && version !== SCHEMA_VERSION) throw ERR_STORE_CORRUPT(abs, `schema version ${version}, this program writes ${SCHEMA_VERSION}`)
+      if (version !== undefined && !READABLE_SCHEMA_VERSIONS.includes(version)) throw ERR_STORE_CORRUPT(abs, `schema version ${version}, this program writes ${SCHEMA_VERSION}`)
+      // CREATE TABLE IF NOT EXISTS left a schema 2 postings table as it was.
+      if (version !== undefined && version !== SCHEMA_VERSION) db.exec('ALTER TABLE postings ADD COLUMN maxima BLOB')
       const analyzer = store.meta('analyzer')
       if (analyzer !== undefined && analyzer !== ANALYZER_VERSION) throw ERR_STORE_CORRUPT(abs, `built with analyzer ${analyzer}, this program uses ${ANALYZER_VERSION}`)
       store.setMeta('schema_version', SCHEMA_VERSION)
@@ -117,9 +123,9 @@ export class PassageStore {
       throw ERR_STORE_CORRUPT.withCause(err, abs, (err as Error).message)
     }
     const version = store.meta('schema_version')
-    if (version !== SCHEMA_VERSION) {
+    if (version === undefined || !READABLE_SCHEMA_VERSIONS.includes(version)) {
       store.close()
-      throw ERR_STORE_CORRUPT(abs, `it was built by another version of ambigqa (store schema ${version ?? 'unknown'}, this one reads ${SCHEMA_VERSION})`)
+      throw ERR_STORE_CORRUPT(abs, `it was built by another version of ambigqa (store schema ${version ?? 'unknown'}, this one reads ${READABLE_SCHEMA_VERSIONS.join(' and ')})`)
     }
     if (state !== 'ready') {
       store.close()
@@ -136,7 +142,7 @@ export class PassageStore {
     try {
       // An empty or foreign SQLite file opens fine; without our tables every query would fail.
       const version = store.meta('schema_version')
-      if (version !== SCHEMA_VERSION) throw ERR_STORE_CORRUPT(abs, `store schema ${version ?? 'unknown'}, this program reads ${SCHEMA_VERSION}`)
+      if (version === undefined || !READABLE_SCHEMA_VERSIONS.includes(version)) throw ERR_STORE_CORRUPT(abs, `store schema ${version ?? 'unknown'}, this program reads ${READABLE_SCHEMA_VERSIONS.join(' and ')}`)
     } catch (err) {
       store.close()
       throw asStoreError(err, abs)
@@ -155,6 +161,11 @@ export class PassageStore {
 
   setState(state: StoreState): void {
     this.setMeta('state', state)
+  }
+
+  /** Whether the postings carry block impacts (schema 3 on): what block-max evaluation needs. */
+  hasBlockImpacts(): boolean {
+    return (this.db.prepare("SELECT count(*) AS n FROM pragma_table_info('postings') WHERE name = 'maxima'").get() as { n: number }).n === 1
   }
 
   count(): number {
