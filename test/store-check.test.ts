@@ -56,7 +56,7 @@ test('a sound store passes both checks; index stats --verify says so and exits 0
 test('segments written twice (two builds on one store): the quick check, serve and index stats --verify refuse it', async () => {
   const dir = damaged((file) => withDb(file, `
     INSERT INTO segments SELECT seg + 100, first_rowid, last_rowid, title_norms, text_norms, title_docs, text_docs, title_terms, text_terms FROM segments;
-    INSERT INTO postings SELECT term, field, seg + 100, df, data, skips FROM postings;`))
+    INSERT INTO postings SELECT term, field, seg + 100, df, data, skips, maxima FROM postings;`))
   const store = PassageStore.openReadOnly(dir)
   const quick = checkStore(store, 'quick')
   store.close()
