@@ -81,6 +81,19 @@ test('postings changed under unchanged passages: the checksum cannot see it, --v
   assertCorrupt(await runCli(['index', 'stats', '--store', dir, '--verify']), /different postings/)
 })
 
+test('block impacts changed under unchanged postings: --verify re-derives them and names the segment', () => {
+  // Impacts lower than the postings' would make block-max evaluation drop passages silently.
+  const dir = damaged((file) => withDb(file,
+    'UPDATE postings SET maxima = zeroblob(length(maxima)) WHERE (term, field, seg) = (SELECT term, field, seg FROM postings WHERE maxima IS NOT NULL LIMIT 1)'))
+  const store = PassageStore.openReadOnly(dir)
+  const changed = store.db.prepare('SELECT count(*) AS n FROM postings WHERE maxima IS NOT NULL AND maxima = zeroblob(length(maxima))').get() as { n: number }
+  const full = checkStore(store, 'full')
+  store.close()
+  assert.equal(changed.n, 1, 'one list of more than a skip block had its impacts zeroed')
+  assert.equal(full.ok, false)
+  assert.match(full.problems.join('\n'), /segment \d+ \(passages \d+-\d+\): .* \(same counts, different postings\)/)
+})
+
 test('32 KB of random bytes in the middle of the file: --verify names it, and no command shows an internal error', async () => {
   const dir = damaged((file) => {
     const middle = Math.floor(statSync(file).size / 2 / 4096) * 4096
