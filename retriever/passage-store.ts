@@ -79,8 +79,9 @@ export class PassageStore {
       const store = new PassageStore(abs, db, lockPath)
       const version = store.meta('schema_version')
       if (version !== undefined && !READABLE_SCHEMA_VERSIONS.includes(version)) throw ERR_STORE_CORRUPT(abs, `schema version ${version}, this program writes ${SCHEMA_VERSION}`)
-      // CREATE TABLE IF NOT EXISTS left a schema 2 postings table as it was.
-      if (version !== undefined && version !== SCHEMA_VERSION) db.exec('ALTER TABLE postings ADD COLUMN maxima BLOB')
+      // CREATE TABLE IF NOT EXISTS left a schema 2 postings table as it was (checked by column: a
+      // run killed between the ALTER and the version update must not add it twice).
+      if (!store.hasBlockImpacts()) db.exec('ALTER TABLE postings ADD COLUMN maxima BLOB')
       const analyzer = store.meta('analyzer')
       if (analyzer !== undefined && analyzer !== ANALYZER_VERSION) throw ERR_STORE_CORRUPT(abs, `built with analyzer ${analyzer}, this program uses ${ANALYZER_VERSION}`)
       store.setMeta('schema_version', SCHEMA_VERSION)
