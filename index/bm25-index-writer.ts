@@ -37,15 +37,17 @@ export async function indexPendingPassages(
     `INSERT INTO segments (seg, first_rowid, last_rowid, title_norms, text_norms, title_docs, text_docs, title_terms, text_terms)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   )
-  const insertPostings = db.prepare('INSERT INTO postings (term, field, seg, df, data, skips) VALUES (?, ?, ?, ?, ?, ?)')
+  const insertPostings = db.prepare('INSERT INTO postings (term, field, seg, df, data, skips, maxima) VALUES (?, ?, ?, ?, ?, ?, ?)')
   const write = db.transaction((s: SegmentData) => {
     const seg = (one('SELECT max(seg) AS n FROM segments') ?? -1) + 1
     insertSegment.run(seg, s.first, s.last, Buffer.from(s.norms[0]), Buffer.from(s.norms[1]), s.docs[0], s.docs[1], s.terms[0], s.terms[1])
     const data = Buffer.from(s.postingData.buffer, s.postingData.byteOffset, s.postingData.byteLength)
     const skips = Buffer.from(s.skipData.buffer, s.skipData.byteOffset, s.skipData.byteLength)
+    const impacts = Buffer.from(s.impactData.buffer, s.impactData.byteOffset, s.impactData.byteLength)
     for (let i = 0; i < s.postingTerms.length; i++) {
       const skip = s.skipOffsets[i] === s.skipOffsets[i + 1] ? null : skips.subarray(s.skipOffsets[i], s.skipOffsets[i + 1])
-      insertPostings.run(s.postingTerms[i], s.postingFields[i], seg, s.postingDfs[i], data.subarray(s.postingOffsets[i], s.postingOffsets[i + 1]), skip)
+      const maxima = s.impactOffsets[i] === s.impactOffsets[i + 1] ? null : impacts.subarray(s.impactOffsets[i], s.impactOffsets[i + 1])
+      insertPostings.run(s.postingTerms[i], s.postingFields[i], seg, s.postingDfs[i], data.subarray(s.postingOffsets[i], s.postingOffsets[i + 1]), skip, maxima)
     }
   })
   let indexed = 0

@@ -27,6 +27,10 @@ export interface SegmentData {
   /** skipData[skipOffsets[i] .. skipOffsets[i + 1]) is the i-th list's skip table (postings.ts). */
   skipOffsets: Uint32Array
   skipData: Uint8Array
+  /** impactData[impactOffsets[i] .. impactOffsets[i + 1]) is the i-th list's block impacts
+   * (postings.ts); empty where it has no skip table. */
+  impactOffsets: Uint32Array
+  impactData: Uint8Array
 }
 
 export function buildSegment(first: number, last: number, rows: Iterable<SegmentRow>): SegmentData {
@@ -58,16 +62,19 @@ export function buildSegment(first: number, last: number, rows: Iterable<Segment
   const skipOffsets: number[] = [0]
   const writer = new VarintWriter()
   const skips = new VarintWriter()
+  const impactOffsets: number[] = [0]
+  const impacts = new VarintWriter()
   lists.forEach((map, f) => {
     // Sorted, so a segment's bytes do not depend on the order terms were first seen.
     for (const term of [...map.keys()].sort()) {
       const list = map.get(term)!
-      writePostingList(list, first - 1, writer, skips)
+      writePostingList(list, first - 1, writer, skips, { norms: norms[f]!, out: impacts })
       postingTerms.push(term)
       fields.push(f)
       dfs.push(list.length / 2)
       offsets.push(writer.length)
       skipOffsets.push(skips.length)
+      impactOffsets.push(impacts.length)
     }
   })
   return {
@@ -78,5 +85,7 @@ export function buildSegment(first: number, last: number, rows: Iterable<Segment
     postingData: writer.take(),
     skipOffsets: Uint32Array.from(skipOffsets),
     skipData: skips.take(),
+    impactOffsets: Uint32Array.from(impactOffsets),
+    impactData: impacts.take(),
   }
 }

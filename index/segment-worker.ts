@@ -20,5 +20,5 @@ export function runSegmentJob(job: SegmentJob, db?: Database.Database): SegmentD
 }
 
 if (!(await import('node:worker_threads')).isMainThread) {
-  serveJobs<SegmentJob, SegmentData>(runSegmentJob, (s) => [s.norms[0].buffer, s.norms[1].buffer, s.postingFields.buffer, s.postingDfs.buffer, s.postingOffsets.buffer, s.postingData.buffer, s.skipOffsets.buffer, s.skipData.buffer])
+  serveJobs<SegmentJob, SegmentData>(runSegmentJob, (s) => [s.norms[0].buffer, s.norms[1].buffer, s.postingFields.buffer, s.postingDfs.buffer, s.postingOffsets.buffer, s.postingData.buffer, s.skipOffsets.buffer, s.skipData.buffer, s.impactOffsets.buffer, s.impactData.buffer])
 }

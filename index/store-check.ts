@@ -27,7 +27,7 @@ interface SegmentRow {
 }
 
 /** Entries, summed document frequencies and an order-free hash of one segment's postings. */
-interface PostingsDigest { entries: number; df: number; hash: bigint }
+interface PostingsDigest { entries: number; df: number; hash: bigint; impacts: boolean }
 
 const MASK = (1n << 64n) - 1n
 const MAX_PROBLEMS = 10
@@ -79,22 +79,33 @@ function checkSegments(segments: SegmentRow[], maxRowid: number, problems: strin
 }
 
 function checkPostings(store: PassageStore, segments: SegmentRow[], problems: string[]): void {
+  // Skip tables and block impacts are checked too: a wrong block bound would make block-max
+  // evaluation drop passages silently. A schema 2 segment (none of its lists has impacts) is
+  // compared without them, as the retriever reads it without them.
   const stored = new Map<number, PostingsDigest>()
-  for (const row of store.db.prepare('SELECT seg, term, field, df, data FROM postings').iterate() as Iterable<{ seg: number; term: string; field: number; df: number; data: Buffer }>) {
+  const maxima = store.hasBlockImpacts() ? 'maxima' : 'NULL AS maxima'
+  const rows = store.db.prepare(`SELECT seg, term, field, df, data, skips, ${maxima} FROM postings`).iterate() as Iterable<{
+    seg: number; term: string; field: number; df: number; data: Buffer; skips: Buffer | null; maxima: Buffer | null
+  }>
+  for (const row of rows) {
     let digest = stored.get(row.seg)
-    if (!digest) stored.set(row.seg, (digest = { entries: 0, df: 0, hash: 0n }))
-    add(digest, row.term, row.field, row.df, row.data)
+    if (!digest) stored.set(row.seg, (digest = { entries: 0, df: 0, hash: 0n, impacts: false }))
+    add(digest, row.term, row.field, row.df, row.data, row.skips, row.maxima)
+    if (row.maxima !== null) digest.impacts = true
   }
   const known = new Set(segments.map((s) => s.seg))
   for (const seg of stored.keys()) if (!known.has(seg)) problems.push(`postings of segment ${seg}, which does not exist`)
   const norms = store.db.prepare('SELECT title_norms, text_norms FROM segments WHERE seg = ?')
   for (const s of segments) {
     const built = runSegmentJob({ dbPath: '', first: s.first_rowid, last: s.last_rowid }, store.db)
-    const expected: PostingsDigest = { entries: 0, df: 0, hash: 0n }
+    const impacts = stored.get(s.seg)?.impacts === true
+    const expected: PostingsDigest = { entries: 0, df: 0, hash: 0n, impacts }
+    const slice = (data: Uint8Array, offsets: Uint32Array, i: number) => (offsets[i] === offsets[i + 1] ? null : data.subarray(offsets[i], offsets[i + 1]))
     for (let i = 0; i < built.postingTerms.length; i++) {
-      add(expected, built.postingTerms[i]!, built.postingFields[i]!, built.postingDfs[i]!, built.postingData.subarray(built.postingOffsets[i], built.postingOffsets[i + 1]))
+      add(expected, built.postingTerms[i]!, built.postingFields[i]!, built.postingDfs[i]!, built.postingData.subarray(built.postingOffsets[i], built.postingOffsets[i + 1]),
+        slice(built.skipData, built.skipOffsets, i), impacts ? slice(built.impactData, built.impactOffsets, i) : null)
     }
-    const got = stored.get(s.seg) ?? { entries: 0, df: 0, hash: 0n }
+    const got = stored.get(s.seg) ?? { entries: 0, df: 0, hash: 0n, impacts }
     if (got.entries !== expected.entries || got.df !== expected.df || got.hash !== expected.hash) {
       problems.push(`segment ${s.seg} (passages ${s.first_rowid}-${s.last_rowid}): ${got.entries} posting lists with ${got.df} postings stored, ` +
         `${expected.entries} with ${expected.df} from its passages${got.entries === expected.entries && got.df === expected.df ? ' (same counts, different postings)' : ''}`)
@@ -107,8 +118,10 @@ function checkPostings(store: PassageStore, segments: SegmentRow[], problems: st
   }
 }
 
-function add(digest: PostingsDigest, term: string, field: number, df: number, data: Uint8Array): void {
-  const h = createHash('sha256').update(term).update(`\u0000${field}\u0000${df}\u0000`).update(data).digest()
+function add(digest: PostingsDigest, term: string, field: number, df: number, data: Uint8Array, skips: Uint8Array | null, impacts: Uint8Array | null): void {
+  const h = createHash('sha256').update(term).update(`\u0000${field}\u0000${df}\u0000`).update(data)
+    .update(`\u0000${skips?.length ?? -1}\u0000`).update(skips ?? new Uint8Array(0))
+    .update(`\u0000${impacts?.length ?? -1}\u0000`).update(impacts ?? new Uint8Array(0)).digest()
   digest.entries += 1
   digest.df += df
   digest.hash = (digest.hash + h.readBigUInt64LE(0)) & MASK

@@ -2,11 +2,15 @@
 // one-byte length norms, k1 and b chosen at query time): a term's score is summed over the
 // title and text fields, as a Lucene BooleanQuery of per-field term queries does.
 //
-// Query evaluation is term at a time with MaxScore pruning: posting lists go from the highest
-// weight down, and once the lists left cannot lift an unseen passage into the top k, they only
-// update the passages that still can, decoding just the blocks of the lists that hold them.
-// The result is exactly the exhaustive one.
+// Two exact scorers, both giving exactly the exhaustive top k, scores and tie order included:
+// - 'block-max' (the default where the store has block impacts, schema 3 on): document at a
+//   time over windows of row ids with per-block upper bounds (block-max-scorer.ts).
+// - 'maxscore' (schema 2 stores, which have no impacts, fall back to it; also kept to measure
+//   against): term at a time with MaxScore pruning: posting lists go from the highest weight
+//   down, and once the lists left cannot lift an unseen passage into the top k, they only
+//   update the passages that still can, decoding just the blocks of the lists that hold them.
 import { ERR_USAGE } from '../core/errors.js'
+import { BlockMaxScorer, impactList, type ImpactList, type StoredList } from './block-max-scorer.js'
 import { analyze } from './english-analyzer.js'
 import { LENGTH_TABLE } from './lucene-norms.js'
 import { FIELDS, PostingCursor, readSkipTable } from './postings.js'
@@ -18,12 +22,14 @@ export interface Bm25Parameters {
   b: number
 }
 
+export type Bm25Scorer = 'block-max' | 'maxscore'
+
 /** One (term, field) posting list: a block per segment. */
 interface TermList {
   /** Its BM25 weight (repeats × idf): an upper bound on what it adds to any passage. */
   weight: number
   field: FieldStats
-  blocks: { base: number; last: number; data: Buffer; skips: Buffer | null }[]
+  blocks: StoredList[]
 }
 
 interface FieldStats {
@@ -43,9 +49,15 @@ export class Bm25SqliteRetriever implements Retriever {
   private readonly postingsStatement
   private readonly scores: Float64Array
   private readonly touched: Int32Array
+  private readonly blockMax = new BlockMaxScorer()
+  readonly scorer: Bm25Scorer
 
-  constructor(store: PassageStore, parameters: Bm25Parameters) {
+  /** `scorer` defaults to 'block-max' where the store has block impacts, else 'maxscore'; asking
+   * for 'block-max' on a schema 2 store still ranks exactly, bounding blocks by list weights. */
+  constructor(store: PassageStore, parameters: Bm25Parameters, options: { scorer?: Bm25Scorer } = {}) {
     this.store = store
+    const impacts = store.hasBlockImpacts()
+    this.scorer = options.scorer ?? (impacts ? 'block-max' : 'maxscore')
     const segments = store.db.prepare('SELECT * FROM segments ORDER BY seg').all() as {
       seg: number; first_rowid: number; last_rowid: number; title_norms: Buffer; text_norms: Buffer
       title_docs: number; text_docs: number; title_terms: number; text_terms: number
@@ -65,7 +77,7 @@ export class Bm25SqliteRetriever implements Retriever {
       const normCache = LENGTH_TABLE.map((length) => parameters.k1 * (1 - parameters.b + (parameters.b * length) / avgLength))
       return { docs, avgLength, norms, normCache }
     })
-    this.postingsStatement = store.db.prepare('SELECT seg, df, data, skips FROM postings WHERE term = ? AND field = ?')
+    this.postingsStatement = store.db.prepare(`SELECT seg, df, data, skips, ${impacts ? 'maxima' : 'NULL AS maxima'} FROM postings WHERE term = ? AND field = ?`)
     this.scores = new Float64Array(maxRowid + 1)
     this.touched = new Int32Array(maxRowid + 1)
   }
@@ -83,8 +95,16 @@ export class Bm25SqliteRetriever implements Retriever {
   }
 
   /** [rowid, score] of the k best passages, best first; ties go to the earlier passage. */
-  topRowids(question: string, k: number): [number, number][] {
+  topRowids(question: string, k: number, scorer: Bm25Scorer = this.scorer): [number, number][] {
     const lists = this.termLists(question)
+    if (scorer === 'block-max') {
+      const impactLists: ImpactList[] = lists.map((list) => impactList(list.weight, list.field.norms, list.field.normCache, list.blocks))
+      return this.blockMax.topK(impactLists, k)
+    }
+    return this.maxScoreTopRowids(lists, k)
+  }
+
+  private maxScoreTopRowids(lists: TermList[], k: number): [number, number][] {
     // upperBound[i]: the most that lists i.. can add to one passage.
     const upperBound = new Float64Array(lists.length + 1)
     for (let i = lists.length - 1; i >= 0; i--) upperBound[i] = upperBound[i + 1]! + lists[i]!.weight
@@ -120,15 +140,16 @@ export class Bm25SqliteRetriever implements Retriever {
     for (const [term, repeats] of queryTerms) {
       for (let f = 0; f < this.fields.length; f++) {
         const field = this.fields[f]!
-        const rows = this.postingsStatement.all(term, f) as { seg: number; df: number; data: Buffer; skips: Buffer | null }[]
+        const rows = this.postingsStatement.all(term, f) as { seg: number; df: number; data: Buffer; skips: Buffer | null; maxima: Buffer | null }[]
         if (rows.length === 0) continue
         const df = rows.reduce((sum, row) => sum + row.df, 0)
         // Lucene: idf = ln(1 + (N - df + 0.5) / (df + 0.5)) with N the field's doc count.
         const weight = repeats * Math.log(1 + (field.docs - df + 0.5) / (df + 0.5))
-        const blocks = rows.map((row) => ({ ...this.segments.get(row.seg)!, data: row.data, skips: row.skips }))
+        const blocks = rows.map((row) => ({ ...this.segments.get(row.seg)!, data: row.data, skips: row.skips, maxima: row.maxima }))
         lists.push({ weight, field, blocks })
       }
     }
+    // Stable: both scorers add a passage's scores in this order, so they agree to the last bit.
     return lists.sort((a, b) => b.weight - a.weight)
   }
 

@@ -11,7 +11,13 @@ import type { Passage } from '../core/passage.js'
 
 export const STORE_FILE = 'passages.sqlite'
 const LOCK_FILE = 'build.lock'
-const SCHEMA_VERSION = '2'
+/** Rows per passage-fetching statement: the retrievers' usual k. */
+const BY_ROWIDS_CHUNK = 100
+// Schema 3 added block impacts to the postings (the `maxima` column, postings.ts). Schema 2
+// stores still read: their queries take the MaxScore path (bm25-sqlite-retriever.ts), and a
+// build resumed on one gains the column, its older segments keeping none.
+const SCHEMA_VERSION = '3'
+const READABLE_SCHEMA_VERSIONS: readonly string[] = ['2', SCHEMA_VERSION]
 /** Changing the analyzer changes every term: a store built with another one must be rebuilt. */
 export const ANALYZER_VERSION = 'lucene-english-v1'
 
@@ -30,7 +36,7 @@ CREATE TABLE IF NOT EXISTS segments (
   title_norms BLOB NOT NULL, text_norms BLOB NOT NULL,
   title_docs INTEGER NOT NULL, text_docs INTEGER NOT NULL, title_terms INTEGER NOT NULL, text_terms INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS postings (
-  term TEXT NOT NULL, field INTEGER NOT NULL, seg INTEGER NOT NULL, df INTEGER NOT NULL, data BLOB NOT NULL, skips BLOB,
+  term TEXT NOT NULL, field INTEGER NOT NULL, seg INTEGER NOT NULL, df INTEGER NOT NULL, data BLOB NOT NULL, skips BLOB, maxima BLOB,
   PRIMARY KEY (term, field, seg)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dense_vectors (
   model TEXT NOT NULL, first_rowid INTEGER NOT NULL, last_rowid INTEGER NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL,
@@ -52,6 +58,7 @@ export class PassageStore {
   readonly db: Database.Database
   readonly dir: string
   private readonly lockPath: string | null
+  private byRowidsStatement: Database.Statement | undefined
 
   private constructor(dir: string, db: Database.Database, lockPath: string | null) {
     this.dir = dir
@@ -71,7 +78,10 @@ export class PassageStore {
       db.exec(SCHEMA)
       const store = new PassageStore(abs, db, lockPath)
       const version = store.meta('schema_version')
-      if (version !== undefined && version !== SCHEMA_VERSION) throw ERR_STORE_CORRUPT(abs, `schema version ${version}, this program writes ${SCHEMA_VERSION}`)
+      if (version !== undefined && !READABLE_SCHEMA_VERSIONS.includes(version)) throw ERR_STORE_CORRUPT(abs, `schema version ${version}, this program writes ${SCHEMA_VERSION}`)
+      // CREATE TABLE IF NOT EXISTS left a schema 2 postings table as it was (checked by column: a
+      // run killed between the ALTER and the version update must not add it twice).
+      if (!store.hasBlockImpacts()) db.exec('ALTER TABLE postings ADD COLUMN maxima BLOB')
       const analyzer = store.meta('analyzer')
       if (analyzer !== undefined && analyzer !== ANALYZER_VERSION) throw ERR_STORE_CORRUPT(abs, `built with analyzer ${analyzer}, this program uses ${ANALYZER_VERSION}`)
       store.setMeta('schema_version', SCHEMA_VERSION)
@@ -117,9 +127,9 @@ export class PassageStore {
       throw ERR_STORE_CORRUPT.withCause(err, abs, (err as Error).message)
     }
     const version = store.meta('schema_version')
-    if (version !== SCHEMA_VERSION) {
+    if (version === undefined || !READABLE_SCHEMA_VERSIONS.includes(version)) {
       store.close()
-      throw ERR_STORE_CORRUPT(abs, `it was built by another version of ambigqa (store schema ${version ?? 'unknown'}, this one reads ${SCHEMA_VERSION})`)
+      throw ERR_STORE_CORRUPT(abs, `it was built by another version of ambigqa (store schema ${version ?? 'unknown'}, this one reads ${READABLE_SCHEMA_VERSIONS.join(' and ')})`)
     }
     if (state !== 'ready') {
       store.close()
@@ -136,7 +146,7 @@ export class PassageStore {
     try {
       // An empty or foreign SQLite file opens fine; without our tables every query would fail.
       const version = store.meta('schema_version')
-      if (version !== SCHEMA_VERSION) throw ERR_STORE_CORRUPT(abs, `store schema ${version ?? 'unknown'}, this program reads ${SCHEMA_VERSION}`)
+      if (version === undefined || !READABLE_SCHEMA_VERSIONS.includes(version)) throw ERR_STORE_CORRUPT(abs, `store schema ${version ?? 'unknown'}, this program reads ${READABLE_SCHEMA_VERSIONS.join(' and ')}`)
     } catch (err) {
       store.close()
       throw asStoreError(err, abs)
@@ -157,14 +167,30 @@ export class PassageStore {
     this.setMeta('state', state)
   }
 
+  /** Whether the postings carry block impacts (schema 3 on): what block-max evaluation needs. */
+  hasBlockImpacts(): boolean {
+    return (this.db.prepare("SELECT count(*) AS n FROM pragma_table_info('postings') WHERE name = 'maxima'").get() as { n: number }).n === 1
+  }
+
   count(): number {
     return (this.db.prepare('SELECT count(*) AS n FROM passages').get() as { n: number }).n
   }
 
   /** Passages by store row, in the order asked. */
   byRowids(rowids: readonly number[]): Passage[] {
-    const statement = this.db.prepare('SELECT id, title, text FROM passages WHERE rowid = ?')
-    return rowids.map((rowid) => statement.get(rowid) as Passage)
+    // One statement per BY_ROWIDS_CHUNK rows, prepared once: SQLite walks the rowid B-tree in
+    // order for an IN list, which measured 1.8x faster for 100 warm rows (0.29 against 0.52 ms,
+    // 1M store) than a lookup per row. The last chunk is padded with row 0, which never exists.
+    const statement = (this.byRowidsStatement ??= this.db.prepare(
+      `SELECT rowid, id, title, text FROM passages WHERE rowid IN (${Array.from({ length: BY_ROWIDS_CHUNK }, () => '?').join(', ')})`,
+    ))
+    const found = new Map<number, Passage>()
+    const chunk: number[] = new Array(BY_ROWIDS_CHUNK)
+    for (let start = 0; start < rowids.length; start += BY_ROWIDS_CHUNK) {
+      for (let i = 0; i < BY_ROWIDS_CHUNK; i++) chunk[i] = rowids[start + i] ?? 0
+      for (const row of statement.all(chunk) as (Passage & { rowid: number })[]) found.set(row.rowid, { id: row.id, title: row.title, text: row.text })
+    }
+    return rowids.map((rowid) => found.get(rowid)!)
   }
 
   byId(id: string): Passage | undefined {
@@ -228,6 +254,10 @@ function openDatabase(dir: string, readonly: boolean): Database.Database {
       db.pragma('synchronous = NORMAL')
     }
     db.pragma('cache_size = -262144')
+    // Readers map the file (as Lucene's MMapDirectory does) instead of copying every page
+    // through a read call: BM25's posting reads took half the time (0.93 against 0.49 ms per
+    // query, 1M store). SQLite caps the mapping at 2 GB; pages past it are read as before.
+    if (readonly) db.pragma('mmap_size = 2147418112')
     db.prepare('SELECT count(*) FROM sqlite_master').get()
     return db
   } catch (err) {

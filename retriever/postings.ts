@@ -13,6 +13,15 @@
 // only a few passages of a long list decodes the blocks holding them, not the whole list.
 // Shorter lists have no skip table (null in the store): the whole list is one block.
 //
+// Since store schema 3, a list with a skip table also has block impacts (`maxima` in the store),
+// what block-max query evaluation bounds a block's score with: per skip block, a count n, then n
+// (norm byte, tf) varint pairs, norms ascending and tfs ascending: the pairs of the block that no
+// other posting of the block beats on both counts (a higher tf and a shorter field). BM25 grows
+// with tf and falls with length, so the block's best score is one of these pairs' for any k1 and
+// b, which are chosen at query time: that is why pairs are stored and not a score (Lucene keeps
+// the same "competitive impacts" per block). Lists of one block have none: reading their at most
+// SKIP_BLOCK postings costs less than storing the pairs for every short list of a segment.
+//
 // Decoding is the inner loop of every BM25 query, so the reader is a cursor made once per list
 // and stepped without allocating, its doc and tf read as fields.
 
@@ -55,7 +64,13 @@ export const SKIP_BLOCK = 128
  * Appends one posting list to `data` and, when it is longer than a block, its skip table to
  * `skips`. `postings` interleaves (doc, tf) pairs, docs ascending and above `base`.
  */
-export function writePostingList(postings: readonly number[], base: number, data: VarintWriter, skips: VarintWriter): void {
+export function writePostingList(
+  postings: readonly number[],
+  base: number,
+  data: VarintWriter,
+  skips: VarintWriter,
+  impacts?: { norms: Uint8Array; out: VarintWriter },
+): void {
   const start = data.length
   let previous = base
   const blocks = postings.length / 2 > SKIP_BLOCK
@@ -65,12 +80,68 @@ export function writePostingList(postings: readonly number[], base: number, data
     data.write(postings[i]! - previous)
     data.write(postings[i + 1]!)
     previous = postings[i]!
+    // norms[doc - base - 1]: the norms of the segment, whose first row is base + 1.
+    if (blocks && impacts) noteImpact(postings[i + 1]!, impacts.norms[postings[i]! - base - 1]!)
     if (blocks && ((i / 2 + 1) % SKIP_BLOCK === 0 || i + 2 === postings.length)) {
       skips.write(previous - blockDoc)
       skips.write(data.length - start - blockEnd)
+      if (impacts) writeImpacts(impacts.out)
       blockDoc = previous
       blockEnd = data.length - start
     }
+  }
+}
+
+// The block being written: its highest tf per norm byte (0: none). Module state, reset by
+// writeImpacts, so that writing allocates nothing per block.
+const blockTfByNorm = new Int32Array(256)
+
+function noteImpact(tf: number, norm: number): void {
+  if (tf > blockTfByNorm[norm]!) blockTfByNorm[norm] = tf
+}
+
+/** Writes the block's competitive (norm, tf) pairs and forgets the block. */
+function writeImpacts(out: VarintWriter): void {
+  const pairs: number[] = []
+  let bestTf = 0
+  // Norms ascending: a pair counts only if its tf beats every shorter field's.
+  for (let norm = 0; norm < 256; norm++) {
+    const tf = blockTfByNorm[norm]!
+    if (tf > bestTf) {
+      pairs.push(norm, tf)
+      bestTf = tf
+    }
+  }
+  blockTfByNorm.fill(0)
+  out.write(pairs.length / 2)
+  for (const value of pairs) out.write(value)
+}
+
+/**
+ * Per block of a list's impacts (as written above), the most one posting of the block adds to a
+ * passage's score: max over the pairs of weight * tf / (tf + normCache[norm]), the very
+ * expression the scorer uses. Writes `blocks` values into `out` from `offset`.
+ */
+export function readBlockMaxima(impacts: Uint8Array, weight: number, normCache: Float64Array, out: Float64Array, offset: number, blocks: number): void {
+  let i = 0
+  const varint = () => {
+    let byte = impacts[i++]!
+    let value = byte & 0x7f
+    for (let shift = 7; byte & 0x80; shift += 7) {
+      byte = impacts[i++]!
+      value |= (byte & 0x7f) << shift
+    }
+    return value
+  }
+  for (let b = 0; b < blocks; b++) {
+    let best = 0
+    for (let n = varint(); n > 0; n--) {
+      const norm = varint()
+      const tf = varint()
+      const score = (weight * tf) / (tf + normCache[norm]!)
+      if (score > best) best = score
+    }
+    out[offset + b] = best
   }
 }
 

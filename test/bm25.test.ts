@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
+import Database from 'better-sqlite3'
 import { buildIndex } from '../index/build-index.js'
 import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
 import { analyze } from '../retriever/english-analyzer.js'
 import { lengthToNorm, normToLength } from '../retriever/lucene-norms.js'
-import { PassageStore } from '../retriever/passage-store.js'
+import { PassageStore, STORE_FILE } from '../retriever/passage-store.js'
 import { loadQuestions } from '../src/eval/questions.js'
 import { silentLogger } from '../core/log.js'
 import { sharedFile } from './helpers/shared-data.js'
@@ -87,4 +88,84 @@ test('MaxScore pruning returns exactly the exhaustive top k', { skip: dprTsv.ski
     for (const k of [1, 5, 20, 100]) assert.deepEqual(retriever.topRowids(q, k), all.slice(0, k), `${q} @${k}`)
   }
   await retriever.close()
+})
+
+/** The eval-300 DPR passages, each twice under two ids (exact ties everywhere, as in the 1M
+ * synthetic corpus), in small segments so lists span many segments and skip blocks. */
+async function tiedStore(dir: string): Promise<string> {
+  const lines = readFileSync(dprTsv.path, 'utf8').split('\n').filter((line) => line.length > 0)
+  const [header, ...rows] = lines
+  const twice = rows.flatMap((row) => [row, row.replace(/^([^\t]*)/, '$1-copy')])
+  const path = join(dir, 'twice.tsv')
+  writeFileSync(path, `${header}\n${twice.join('\n')}\n`)
+  const store = join(dir, 'store')
+  await buildIndex({ store, sources: [{ path }], onError: 'fail', batchSize: 2000, segmentSize: 3000, workers: 1, log: silentLogger })
+  return store
+}
+
+test('block-max evaluation returns exactly the exhaustive top k, scores and tie order included', { skip: dprTsv.skip || dev.skip, timeout: 300_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'bm25-'))
+  const store = PassageStore.openReadOnly(await tiedStore(dir))
+  assert.equal(store.hasBlockImpacts(), true)
+  const retriever = new Bm25SqliteRetriever(store, { k1: 0.9, b: 0.4 })
+  assert.equal(retriever.scorer, 'block-max')
+  const dev300 = loadQuestions(dev.path).slice(0, 300).map((q) => q.question)
+  const questions = [
+    ...dev300,
+    // One term, a frequent one (many skip blocks) and a rare one.
+    'film', 'zeppelin',
+    // Many terms: three questions in one.
+    dev300.slice(0, 3).join(' '),
+    // Every term the same: repeats weigh a list, and equal lists must tie as they do exhaustively.
+    'who who wrote wrote the song song',
+  ]
+  let compared = 0
+  let beyondMatches = 0
+  for (const q of questions) {
+    // The exhaustive ranking: term at a time with k beyond every match, so nothing is pruned.
+    const all = retriever.topRowids(q, 1_000_000, 'maxscore')
+    for (const k of [1, 3, 10, 100, 1000, 1_000_000]) {
+      const got = retriever.topRowids(q, k, 'block-max')
+      assert.deepEqual(got, all.slice(0, k), `${q} @${k}`)
+      compared++
+      if (k > all.length) beyondMatches++
+    }
+  }
+  assert.ok(compared > 0 && beyondMatches > 0, 'compared rankings, some with k beyond the matches')
+  assert.ok(analyze('film').length === 1 && analyze(questions.at(-2)!).length > 15, 'a one-term and a many-term query')
+  await retriever.close()
+})
+
+test('a schema 2 store (no block impacts) still reads and ranks the same; a build resumed on it adds them', { skip: dprTsv.skip || dev.skip, timeout: 120_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'bm25-'))
+  const path = join(dir, 'p.tsv')
+  writeFileSync(path, readFileSync(dprTsv.path, 'utf8').split('\n').slice(0, 2001).join('\n') + '\n')
+  const storeDir = join(dir, 'store')
+  await buildIndex({ store: storeDir, sources: [{ path }], onError: 'fail', batchSize: 500, segmentSize: 700, workers: 1, log: silentLogger })
+  const questions = loadQuestions(dev.path).slice(0, 50).map((q) => q.question)
+  const current = new Bm25SqliteRetriever(PassageStore.openReadOnly(storeDir), { k1: 0.9, b: 0.4 })
+  const expected = questions.map((q) => current.topRowids(q, 20))
+  await current.close()
+  // Downgrade to what schema 2 wrote.
+  const db = new Database(join(storeDir, STORE_FILE))
+  db.exec("ALTER TABLE postings DROP COLUMN maxima; UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+  db.close()
+  const old = new Bm25SqliteRetriever(PassageStore.openReadOnly(storeDir), { k1: 0.9, b: 0.4 })
+  assert.equal(old.scorer, 'maxscore')
+  assert.ok(expected.length > 0 && expected.every((top) => top.length > 0))
+  assert.deepEqual(questions.map((q) => old.topRowids(q, 20)), expected)
+  // Block-max without impacts bounds blocks by list weights: slower, still exact.
+  assert.deepEqual(questions.map((q) => old.topRowids(q, 20, 'block-max')), expected)
+  await old.close()
+  // Resuming a build migrates the store: schema 3, the column back, old segments without impacts.
+  const more = join(dir, 'more.tsv')
+  const lines = readFileSync(dprTsv.path, 'utf8').split('\n')
+  writeFileSync(more, [lines[0], ...lines.slice(2001, 3001)].join('\n') + '\n')
+  await buildIndex({ store: storeDir, sources: [{ path }, { path: more }], onError: 'fail', batchSize: 500, segmentSize: 700, workers: 1, log: silentLogger })
+  const resumed = new Bm25SqliteRetriever(PassageStore.openReadOnly(storeDir), { k1: 0.9, b: 0.4 })
+  assert.equal(resumed.scorer, 'block-max')
+  for (const q of questions) assert.deepEqual(resumed.topRowids(q, 20), resumed.topRowids(q, 1_000_000, 'maxscore').slice(0, 20), q)
+  const withImpacts = (resumed as unknown as { store: PassageStore }).store.db.prepare('SELECT count(*) AS n FROM postings WHERE maxima IS NOT NULL').get() as { n: number }
+  assert.ok(withImpacts.n > 0, 'segments written after the upgrade carry impacts')
+  await resumed.close()
 })

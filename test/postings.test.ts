@@ -2,7 +2,8 @@
 // retriever reads back, whole or a skip block at a time.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { PostingCursor, readSkipTable, SKIP_BLOCK, VarintWriter, writePostingList } from '../retriever/postings.js'
+import { LENGTH_TABLE, lengthToNorm } from '../retriever/lucene-norms.js'
+import { PostingCursor, readBlockMaxima, readSkipTable, SKIP_BLOCK, VarintWriter, writePostingList } from '../retriever/postings.js'
 
 /** Interleaved (doc, tf) pairs above `base`, with gaps and frequencies of one to three varint bytes. */
 function postings(n: number, base: number): number[] {
@@ -73,4 +74,33 @@ test('one writer holds many lists back to back; each decodes from its own offset
   }
   const bytes = data.take()
   lists.forEach((list, i) => assert.deepEqual(decode(bytes, offsets[i]!, offsets[i + 1]!, 10), list))
+})
+
+test('block impacts: per skip block, the best score over its postings for any k1 and b', () => {
+  const base = 100
+  const list = postings(5 * SKIP_BLOCK + 17, base)
+  const last = list.at(-2)!
+  // Lengths from 1 to a few thousand, one per doc: norms[doc - base - 1].
+  const norms = Uint8Array.from({ length: last - base }, (_, i) => lengthToNorm(1 + ((i * 7919) % 3000)))
+  const data = new VarintWriter()
+  const skips = new VarintWriter()
+  const impacts = new VarintWriter()
+  writePostingList(list, base, data, skips, { norms, out: impacts })
+  const bytes = data.take()
+  const table = readSkipTable(skips.take(), base, last, bytes.length)
+  const impactBytes = impacts.take()
+  assert.equal(table.lasts.length, 6)
+  for (const [k1, b] of [[0.9, 0.4], [1.2, 0.75], [0, 0], [3, 1]] as const) {
+    const normCache = LENGTH_TABLE.map((length) => k1 * (1 - b + (b * length) / 1000))
+    const weight = 2.5
+    const maxima = new Float64Array(table.lasts.length)
+    readBlockMaxima(impactBytes, weight, normCache, maxima, 0, table.lasts.length)
+    table.lasts.forEach((_, blk) => {
+      const block = decode(bytes, blk === 0 ? 0 : table.ends[blk - 1]!, table.ends[blk]!, blk === 0 ? base : table.lasts[blk - 1]!)
+      let best = 0
+      for (let i = 0; i < block.length; i += 2) best = Math.max(best, (weight * block[i + 1]!) / (block[i + 1]! + normCache[norms[block[i]! - base - 1]!]!))
+      assert.ok(block.length > 0)
+      assert.equal(maxima[blk], best, `block ${blk}, k1 ${k1}, b ${b}`)
+    })
+  }
 })

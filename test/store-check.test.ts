@@ -56,7 +56,7 @@ test('a sound store passes both checks; index stats --verify says so and exits 0
 test('segments written twice (two builds on one store): the quick check, serve and index stats --verify refuse it', async () => {
   const dir = damaged((file) => withDb(file, `
     INSERT INTO segments SELECT seg + 100, first_rowid, last_rowid, title_norms, text_norms, title_docs, text_docs, title_terms, text_terms FROM segments;
-    INSERT INTO postings SELECT term, field, seg + 100, df, data, skips FROM postings;`))
+    INSERT INTO postings SELECT term, field, seg + 100, df, data, skips, maxima FROM postings;`))
   const store = PassageStore.openReadOnly(dir)
   const quick = checkStore(store, 'quick')
   store.close()
@@ -79,6 +79,19 @@ test('postings changed under unchanged passages: the checksum cannot see it, --v
   const original = await runCli(['index', 'stats', '--store', pristine, '--json'])
   assert.equal(JSON.parse(stats.stdout).checksum, JSON.parse(original.stdout).checksum)
   assertCorrupt(await runCli(['index', 'stats', '--store', dir, '--verify']), /different postings/)
+})
+
+test('block impacts changed under unchanged postings: --verify re-derives them and names the segment', () => {
+  // Impacts lower than the postings' would make block-max evaluation drop passages silently.
+  const dir = damaged((file) => withDb(file,
+    'UPDATE postings SET maxima = zeroblob(length(maxima)) WHERE (term, field, seg) = (SELECT term, field, seg FROM postings WHERE maxima IS NOT NULL LIMIT 1)'))
+  const store = PassageStore.openReadOnly(dir)
+  const changed = store.db.prepare('SELECT count(*) AS n FROM postings WHERE maxima IS NOT NULL AND maxima = zeroblob(length(maxima))').get() as { n: number }
+  const full = checkStore(store, 'full')
+  store.close()
+  assert.equal(changed.n, 1, 'one list of more than a skip block had its impacts zeroed')
+  assert.equal(full.ok, false)
+  assert.match(full.problems.join('\n'), /segment \d+ \(passages \d+-\d+\): .* \(same counts, different postings\)/)
 })
 
 test('32 KB of random bytes in the middle of the file: --verify names it, and no command shows an internal error', async () => {
