@@ -6,7 +6,7 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,22 @@ def pick_device(name: str) -> torch.device:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     return device
+
+
+def device_of(cfg: Mapping[str, Any]) -> torch.device:
+    """The config's device (cpu when it names none): every trainer calls this before it reads data
+    or builds a model, so `device: cuda` on a machine without one fails at once, with pick_device's
+    message, not after minutes of loading."""
+    return pick_device(str(cfg.get("device", "cpu")))
+
+
+def model_device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def to_device(batch: Mapping[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    """A tokenised batch (built on the CPU by the tokenizer) moved to the model's device."""
+    return {k: v.to(device) for k, v in batch.items()}
 
 
 def load_config(path: Path) -> dict[str, Any]:
@@ -110,7 +126,7 @@ def run_steps(
     loss_of: Callable[[Any], torch.Tensor],
     rate_key: str,
     prepare: Callable[[list[dict[str, Any]]], Any] | None = None,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """The training loop both models share: warm-up/linear LR, clipping, JSON progress lines with
     the rate, and an atomic checkpoint (model, tokenizer, optimizer, step) every save_every steps.
     With `prepare`, each batch of rows goes through it first (in cfg["workers"] DataLoader
@@ -121,6 +137,9 @@ def run_steps(
     stop = min(steps, int(cfg.get("stop_at", steps)))
     log_every, save_every = cfg.get("log_every", 10), cfg.get("save_every", 200)
     t0, seen, loss_sum, n_loss, last = time.time(), 0, 0.0, 0, float("nan")
+    device = model_device(model)
+    # A plain line (the JSON progress lines stay the same on every device).
+    print(f"train: on {device.type}", flush=True)
     stream = prepared_batches(rows, cfg["batch_size"], seed, step, stop, prepare or (lambda b: b), int(cfg.get("workers", 0)) if prepare else 0)
     while step < stop:
         batch = next(stream)
@@ -145,7 +164,7 @@ def run_steps(
             loss_sum, n_loss = 0.0, 0
         if step % save_every == 0 or step == stop:
             save_checkpoint(model, tok, opt, step, ckpt)
-    return {"step": step, "loss": last, rate_key: seen / max(1e-9, time.time() - t0)}
+    return {"step": step, "loss": last, rate_key: seen / max(1e-9, time.time() - t0), "device": device.type}
 
 
 def save_checkpoint(model: Any, tok: Any, opt: torch.optim.Optimizer, step: int, ckpt: Path) -> None:
@@ -154,7 +173,9 @@ def save_checkpoint(model: Any, tok: Any, opt: torch.optim.Optimizer, step: int,
     tmp.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(tmp))
     tok.save_pretrained(str(tmp))
-    torch.save({"step": step, "optimizer": opt.state_dict()}, tmp / "state.pt")
+    # The device is recorded only to say where it trained: every reader loads state.pt with
+    # map_location="cpu" and moves it, so a GPU run's checkpoint resumes on a CPU and back.
+    torch.save({"step": step, "optimizer": opt.state_dict(), "device": model_device(model).type}, tmp / "state.pt")
     if ckpt.exists():
         shutil.rmtree(ckpt)
     tmp.rename(ckpt)

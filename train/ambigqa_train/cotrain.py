@@ -26,6 +26,10 @@ same files. Layout under `out`:
   committee-k/votes-c.jsonl         member c's answer sets on the waiting examples (k <= N)
   silver-k.jsonl                    every example voted on in iteration k, with its votes
   partial.jsonl, full.jsonl         D_partial and D_full as read (fixed at the first start)
+
+`device` in the config (cpu, cuda or auto, default cpu; `--device` overrides it) is where every
+member trains and votes; on CUDA fp32 with TF32 matmuls. The files are the same on both devices
+(a GPU's sums differ in the last bits, so its votes need not equal the CPU's).
 """
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerFast
 
-from .common import load_config, read_jsonl, run_steps, setup, write_atomic
+from .common import device_of, load_config, model_device, read_jsonl, run_steps, setup, to_device, write_atomic
 from .data import SEP, Passage, crop, load_eval300
 from .extractive import NEG, ExtractiveReader, answer_token_spans, best_spans, encode, passage_text
 from .train_extractive import normalize
@@ -104,10 +108,12 @@ def set_loss(model: ExtractiveReader, tok: PreTrainedTokenizerFast, ex: Example,
     reader must rank all of them above the threshold)."""
     texts = [" ".join(t.split()[: words + 8]) for t in ex["passages"]]
     enc = encode(tok, [ex["question"]] * len(texts), texts, max_len)
-    start, end, relevance = model(**enc.features)
+    device = model_device(model)
+    start, end, relevance = model(**to_device(enc.features, device))
     n, length = start.shape
-    s = start.masked_fill(~enc.span_mask, NEG).view(-1).log_softmax(0)
-    e = end.masked_fill(~enc.span_mask, NEG).view(-1).log_softmax(0)
+    span_mask = enc.span_mask.to(device)
+    s = start.masked_fill(~span_mask, NEG).view(-1).log_softmax(0)
+    e = end.masked_fill(~span_mask, NEG).view(-1).log_softmax(0)
     losses, holding = [], set()
     for aliases in ex["answers"]:
         starts, ends = [], []
@@ -117,27 +123,30 @@ def set_loss(model: ExtractiveReader, tok: PreTrainedTokenizerFast, ex: Example,
                 ends.append(p * length + z)
                 holding.add(p)
         if starts:
-            losses.append(-(s[torch.tensor(starts)].logsumexp(0) + e[torch.tensor(ends)].logsumexp(0)))
+            losses.append(-(s[torch.tensor(starts, device=device)].logsumexp(0) + e[torch.tensor(ends, device=device)].logsumexp(0)))
     if not losses:
         return None
-    selection = -relevance.log_softmax(0)[torch.tensor(sorted(holding))].logsumexp(0)
+    selection = -relevance.log_softmax(0)[torch.tensor(sorted(holding), device=device)].logsumexp(0)
     return torch.stack(losses).mean() + selection
 
 
-def train_member(cfg: dict[str, Any], rows: list[Example], seed: int, member_dir: Path) -> None:
+def train_member(cfg: dict[str, Any], rows: list[Example], seed: int, member_dir: Path, device: torch.device | None = None) -> dict[str, Any] | None:
+    """Trains one member to cfg["steps"] (resuming its checkpoint) on `device` (default: the
+    config's); returns run_steps' result, None when it had finished before."""
     done = member_dir / "done.json"
     if done.exists():
-        return
+        return None
+    device = device if device is not None else device_of(cfg)
     ckpt = member_dir / "checkpoint"
     start_step, source = 0, Path(cfg["init"])
     if (ckpt / "state.pt").exists():
         source = ckpt
-        start_step = int(torch.load(ckpt / "state.pt", weights_only=False)["step"])
-    model = ExtractiveReader.from_pretrained(str(source))
+        start_step = int(torch.load(ckpt / "state.pt", weights_only=False, map_location="cpu")["step"])
+    model = ExtractiveReader.from_pretrained(str(source)).to(device)
     tok = PreTrainedTokenizerFast.from_pretrained(str(source))
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
     if source == ckpt:
-        opt.load_state_dict(torch.load(ckpt / "state.pt", weights_only=False)["optimizer"])
+        opt.load_state_dict(torch.load(ckpt / "state.pt", weights_only=False, map_location="cpu")["optimizer"])
     model.train()
     max_len, words = int(cfg["max_len"]), int(cfg.get("words", 100))
     step = [start_step]
@@ -151,6 +160,7 @@ def train_member(cfg: dict[str, Any], rows: list[Example], seed: int, member_dir
 
     result = run_steps(model, tok, opt, rows, {**cfg, "stop_at": cfg["steps"]}, seed, start_step, ckpt, loss_of, "examples_per_s")
     write_atomic(done, json.dumps({"step": result["step"], "seed": seed, "rows": len(rows)}))
+    return result
 
 
 # ---- voting
@@ -168,7 +178,8 @@ def answer_set(model: ExtractiveReader, tok: PreTrainedTokenizerFast, ex: Exampl
     than serving's keep: a silver answer should be one the member is sure of), an answer inside a
     better one's words dropped."""
     enc = encode(tok, [ex["question"]] * len(ex["passages"]), ex["passages"], int(cfg["max_len"]))
-    start, end, relevance = model(**enc.features)
+    # The span search is many small steps over the logits: on the CPU, wherever the model runs.
+    start, end, relevance = (t.cpu() for t in model(**to_device(enc.features, model_device(model))))
     merged: dict[str, list[Any]] = {}
     for span in best_spans(enc, start, end, relevance, top=5):
         key = normalize(span.text)
@@ -206,7 +217,7 @@ def extras(answers: list[tuple[str, float]], known: list[str]) -> list[str] | No
     return [text for text, _ in answers if normalize(text) and not matches_known(text, known)]
 
 
-def predict_member(cfg: dict[str, Any], member_dir: Path, waiting: list[Example], votes_path: Path, label: str) -> None:
+def predict_member(cfg: dict[str, Any], member_dir: Path, waiting: list[Example], votes_path: Path, label: str, device: torch.device | None = None) -> None:
     """Member's answer sets on every waiting example, appended line by line; a restart keeps the
     whole lines written and goes on from the first example without one."""
     done: set[str] = set()
@@ -219,7 +230,7 @@ def predict_member(cfg: dict[str, Any], member_dir: Path, waiting: list[Example]
     todo = [ex for ex in waiting if ex["id"] not in done]
     if not todo:
         return
-    model = ExtractiveReader.from_pretrained(str(member_dir / "checkpoint")).eval()
+    model = ExtractiveReader.from_pretrained(str(member_dir / "checkpoint")).to(device if device is not None else device_of(cfg)).eval()
     tok = PreTrainedTokenizerFast.from_pretrained(str(member_dir / "checkpoint"))
     t0 = time.time()
     with votes_path.open("a") as f:
@@ -309,6 +320,7 @@ def hold_lock(out: Path) -> None:
 
 def run(cfg: dict[str, Any]) -> dict[str, Any]:
     seed, committee, iterations = int(cfg.get("seed", 0)), int(cfg["committee"]), int(cfg["iterations"])
+    device = device_of(cfg)
     setup(seed)
     # Two cores are shared with other jobs; one thread each is also what makes a run repeatable.
     torch.set_num_threads(int(cfg.get("threads", 1)))
@@ -326,7 +338,7 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             # differ in answer order too; a loss over the answer set has no order).
             member_seed = seed + 100 * k + c
             log({"stage": "train", "committee": k, "member": c, "rows": len(rows), "seed": member_seed})
-            train_member(cfg, rows, member_seed, layout.member(k, c))
+            train_member(cfg, rows, member_seed, layout.member(k, c), device)
         if k > iterations or layout.silver(k).exists():
             continue
         decided = {r["id"] for j in range(1, k) for r in read_jsonl(layout.silver(j)) if r["decision"] != "wait"}
@@ -334,7 +346,7 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
         votes = []
         for c in range(committee):
             path = layout.committee(k) / f"votes-{c}.jsonl"
-            predict_member(cfg, layout.member(k, c), waiting, path, f"{k}.{c}")
+            predict_member(cfg, layout.member(k, c), waiting, path, f"{k}.{c}", device)
             votes.append({r["id"]: r for r in read_jsonl(path)})
         silver = vote(waiting, votes, committee)
         write_jsonl(layout.silver(k), silver)
@@ -369,11 +381,15 @@ def main(argv: list[str] | None = None) -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--config", type=Path, required=True)
+    r.add_argument("--device", choices=["cpu", "cuda", "auto"], help="where the members train and vote (default: the config's device, else cpu)")
     f = sub.add_parser("fingerprint")
     f.add_argument("out", type=Path)
     a = ap.parse_args(argv)
     if a.cmd == "run":
-        log({"stage": "done", "summary": run(load_config(a.config))})
+        cfg = load_config(a.config)
+        if a.device is not None:
+            cfg["device"] = a.device
+        log({"stage": "done", "summary": run(cfg)})
     else:
         print(fingerprint(a.out))
 

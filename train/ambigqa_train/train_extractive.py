@@ -39,7 +39,7 @@ def training_rows(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
     return rows
 
 
-def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
+def train(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     setup(seed)
     ckpt = Path(cfg["out"]) / f"seed-{seed}" / "checkpoint"
     rows = training_rows(cfg, seed)

@@ -1,7 +1,8 @@
 """Train the MiniLM cross-encoder (one logit) from a config file and a seed.
 
 `python -m ambigqa_train.train_reranker --config train/configs/reranker-tiny.json --seed 0`
-Config keys: out, train_file, limit, max_len, batch_size, lr, warmup, steps, log_every, save_every.
+Config keys: out, train_file, limit, max_len, batch_size, lr, warmup, steps, log_every, save_every,
+device (cpu, cuda or auto, default cpu; --device overrides it: on CUDA fp32 with TF32 matmuls).
 
 Two kinds of train_file:
 - pairs (reranker-train.jsonl: question, title, text, label): binary cross-entropy per pair;
@@ -19,7 +20,7 @@ from typing import Any
 import torch
 from transformers import BertForSequenceClassification, PreTrainedTokenizerFast
 
-from .common import load_config, read_jsonl, run_steps, setup
+from .common import device_of, load_config, read_jsonl, run_steps, setup, to_device
 from .warm_start import build_cross_encoder
 
 
@@ -35,7 +36,8 @@ def encode(tok: PreTrainedTokenizerFast, batch: list[dict[str, Any]], max_len: i
     return dict(enc)
 
 
-def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
+def train(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
+    device = device_of(cfg)
     setup(seed)
     ckpt = Path(cfg["out"]) / f"seed-{seed}" / "checkpoint"
     rows = read_jsonl(Path(cfg["train_file"]), cfg.get("limit"))
@@ -43,8 +45,9 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
     state: dict[str, Any] = {"step": 0}
     if (ckpt / "state.pt").exists():
         model = BertForSequenceClassification.from_pretrained(str(ckpt))
-        state = torch.load(ckpt / "state.pt", weights_only=False)
+        state = torch.load(ckpt / "state.pt", weights_only=False, map_location="cpu")
         print(f"train: resuming {ckpt} at step {state['step']}")
+    model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
     if "optimizer" in state:
         opt.load_state_dict(state["optimizer"])
@@ -57,10 +60,10 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
             groups = [as_pairs(g, cfg.get("negatives")) for g in batch]
             width = min(len(g) for g in groups)
             pairs = [p for g in groups for p in g[:width]]
-            logits = model(**encode(tok, pairs, cfg["max_len"])).logits.view(len(groups), width)
-            return torch.nn.functional.cross_entropy(logits, torch.zeros(len(groups), dtype=torch.long))
-        logits = model(**encode(tok, batch, cfg["max_len"])).logits.squeeze(-1)
-        return lossf(logits, torch.tensor([float(r["label"]) for r in batch]))
+            logits = model(**to_device(encode(tok, pairs, cfg["max_len"]), device)).logits.view(len(groups), width)
+            return torch.nn.functional.cross_entropy(logits, torch.zeros(len(groups), dtype=torch.long, device=device))
+        logits = model(**to_device(encode(tok, batch, cfg["max_len"]), device)).logits.squeeze(-1)
+        return lossf(logits, torch.tensor([float(r["label"]) for r in batch], device=device))
 
     return run_steps(model, tok, opt, rows, cfg, seed, int(state["step"]), ckpt, loss_of, "groups_per_s" if grouped else "pairs_per_s")
 
@@ -69,8 +72,12 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="ambigqa_train.train_reranker")
     ap.add_argument("--config", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", choices=["cpu", "cuda", "auto"], help="where to train (default: the config's device, else cpu)")
     a = ap.parse_args(argv)
-    print(json.dumps(train(load_config(a.config), a.seed)))
+    cfg = load_config(a.config)
+    if a.device is not None:
+        cfg["device"] = a.device
+    print(json.dumps(train(cfg, a.seed)))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ without gradients), encoder_lr (default lr: the encoder's own learning rate), po
 (default 0: the copy pointer loss on cross-attention, see copy_guide.py), readout_init (default
 false: on a fresh warm start, initialise the last decoder layer to read tokens out of encoder
 states), pointer (default "answers": copy answer spans from the passages; "edit": copy the
-prompt question and insert from the rest of the input, for question disambiguation).
+prompt question and insert from the rest of the input, for question disambiguation), device
+(cpu, cuda or auto, default cpu; --device overrides it: on CUDA fp32 with TF32 matmuls).
 `init` (optional): a checkpoint folder (model + tokenizer, e.g. stage 1's
 `checkpoints/spanseqgen1/seed-0/checkpoint`) to start from instead of the MiniLM warm start
 (`warm`, `decoder_layers` then do not apply); optimizer and step start fresh. A run that has
@@ -24,7 +25,7 @@ from typing import Any
 import torch
 from transformers import BartForConditionalGeneration, PreTrainedTokenizerFast
 
-from .common import load_config, read_jsonl, run_steps, setup
+from .common import device_of, model_device, load_config, read_jsonl, run_steps, setup, to_device
 from .copy_guide import copy_pointers, edit_pointers, pointer_loss, readout_init, use_eager_attention
 from .warm_start import ANSWER_SEP, build_bart, load_tokenizer, set_layer_norm_eps
 
@@ -48,14 +49,15 @@ def encode(tok: PreTrainedTokenizerFast, batch: list[dict[str, Any]], cfg: dict[
     return {"input_ids": enc.input_ids, "attention_mask": enc.attention_mask, "labels": labels}
 
 
-def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
+def train(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
+    device = device_of(cfg)
     setup(seed)
     out = Path(cfg["out"]) / f"seed-{seed}"
     ckpt = out / "checkpoint"
     rows = read_jsonl(Path(cfg["train_file"]), cfg.get("limit"))
     if (ckpt / "state.pt").exists():
         model, tok = load_seq2seq(ckpt)
-        state = torch.load(ckpt / "state.pt", weights_only=False)
+        state = torch.load(ckpt / "state.pt", weights_only=False, map_location="cpu")
         print(f"train: resuming {ckpt} at step {state['step']}")
     elif cfg.get("init"):
         init = Path(cfg["init"])
@@ -72,6 +74,8 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, float]:
             print(f"train: readout initialised (top-1 token from encoder state {acc:.3f})")
     if cfg.get("pointer_weight"):
         use_eager_attention(model)
+    # Before the optimizer's state is loaded: load_state_dict puts that state on the parameters' device.
+    model.to(device)
     encoder = [p for n, p in model.named_parameters() if n.startswith("model.encoder.")]
     rest = [p for n, p in model.named_parameters() if not n.startswith("model.encoder.")]
     opt = torch.optim.AdamW([{"params": rest, "base_lr": cfg["lr"]},
@@ -87,9 +91,11 @@ def loss_fn(model: BartForConditionalGeneration, tok: PreTrainedTokenizerFast, c
     encoder runs without gradients (about 3x cheaper steps on two cores)."""
     weight = float(cfg.get("pointer_weight", 0.0))
     answer_sep = tok.convert_tokens_to_ids(ANSWER_SEP)
+    device = model_device(model)
 
     def loss(batch: list[dict[str, Any]]) -> torch.Tensor:
-        inputs = encode(tok, batch, cfg)
+        on_cpu = encode(tok, batch, cfg)
+        inputs = to_device(on_cpu, device)
         ids, mask = inputs["input_ids"], inputs["attention_mask"]
         if cfg.get("freeze_encoder"):
             with torch.no_grad():
@@ -99,11 +105,12 @@ def loss_fn(model: BartForConditionalGeneration, tok: PreTrainedTokenizerFast, c
             out = model(**inputs, output_attentions=weight > 0)
         if weight == 0:
             return out.loss
+        # The pointers are found by Python loops over token lists: from the CPU copies, then moved.
         if cfg.get("pointer") == "edit":
-            ptr = edit_pointers(ids, inputs["labels"], tok.sep_token_id)
+            ptr = edit_pointers(on_cpu["input_ids"], on_cpu["labels"], tok.sep_token_id)
         else:
-            ptr = copy_pointers(ids, inputs["labels"], tok.sep_token_id, answer_sep)
-        return out.loss + weight * pointer_loss(out.cross_attentions[-1], ptr)
+            ptr = copy_pointers(on_cpu["input_ids"], on_cpu["labels"], tok.sep_token_id, answer_sep)
+        return out.loss + weight * pointer_loss(out.cross_attentions[-1], ptr.to(device))
 
     return loss
 
@@ -112,8 +119,12 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="ambigqa_train.train_seq2seq")
     ap.add_argument("--config", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", choices=["cpu", "cuda", "auto"], help="where to train (default: the config's device, else cpu)")
     a = ap.parse_args(argv)
-    print(json.dumps(train(load_config(a.config), a.seed)))
+    cfg = load_config(a.config)
+    if a.device is not None:
+        cfg["device"] = a.device
+    print(json.dumps(train(cfg, a.seed)))
 
 
 if __name__ == "__main__":

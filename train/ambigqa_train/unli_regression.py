@@ -6,7 +6,9 @@ squared error onto the u-SNLI label), judged by Pearson r and MSE rather than by
 `python -m ambigqa_train.unli_regression --config train/configs/unli-e5.json --seed 0`
 Config keys: out, data_dir, train_split, test_split, encoder, max_len, batch_size, lr, warmup,
 epochs; optional: limit (rows of each split, for tests), save_every (steps between checkpoints),
-stop_at (end early; the next run resumes). A killed run resumes with the same command.
+stop_at (end early; the next run resumes), device (cpu, cuda or auto, default cpu; --device
+overrides it: on CUDA fp32 with TF32 matmuls). A killed run resumes with the same command, on
+either device (the checkpoint is read onto the CPU and moved).
 
 The encoder is recovered from its fp32 ONNX graph (onnx_weights), mean-pooled as e5 is trained to
 be, with a fresh linear head; one thread, so that it shares the machine.
@@ -33,7 +35,7 @@ import torch
 from torch import nn
 from transformers import BertModel, PreTrainedTokenizerFast
 
-from .common import load_config, lr_at, write_atomic
+from .common import device_of, load_config, lr_at, model_device, to_device, write_atomic
 from .onnx_weights import recover_bert
 
 
@@ -66,10 +68,11 @@ def encode(tok: PreTrainedTokenizerFast, batch: list[dict[str, Any]], max_len: i
 
 def predict(model: Regressor, tok: PreTrainedTokenizerFast, rows: list[dict[str, Any]], max_len: int, batch_size: int = 64) -> np.ndarray:
     model.eval()
+    device = model_device(model)
     out: list[np.ndarray] = []
     with torch.no_grad():
         for i in range(0, len(rows), batch_size):
-            out.append(torch.sigmoid(model(**encode(tok, rows[i : i + batch_size], max_len))).numpy())
+            out.append(torch.sigmoid(model(**to_device(encode(tok, rows[i : i + batch_size], max_len), device))).cpu().numpy())
     return np.concatenate(out) if out else np.zeros(0)
 
 
@@ -87,6 +90,7 @@ def train(cfg: dict[str, Any], seed: int, encoder: tuple[BertModel, PreTrainedTo
     random state go to checkpoint.pt atomically; a new run with the same config and seed goes on
     from there along the same batch order and dropout, so it ends as an uninterrupted run would.
     `encoder` replaces the ONNX-recovered one (tests use a tiny model)."""
+    device = device_of(cfg)
     torch.set_num_threads(int(cfg.get("threads", 1)))
     random.seed(seed)
     torch.manual_seed(seed)
@@ -94,7 +98,7 @@ def train(cfg: dict[str, Any], seed: int, encoder: tuple[BertModel, PreTrainedTo
     rows = read_unli(data_dir / f"{cfg['train_split']}.csv", cfg.get("limit"))
     test = read_unli(data_dir / f"{cfg['test_split']}.csv", cfg.get("limit"))
     bert, tok = encoder if encoder is not None else recover_bert(cfg["encoder"])
-    model = Regressor(bert)
+    model = Regressor(bert).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
     size, epochs = cfg["batch_size"], cfg["epochs"]
     per_epoch = max(1, len(rows) // size)
@@ -105,18 +109,23 @@ def train(cfg: dict[str, Any], seed: int, encoder: tuple[BertModel, PreTrainedTo
     ckpt = out / "checkpoint.pt"
     step = 0
     # The trained-for config is kept with the checkpoint: another config starts afresh.
-    run_key = {k: v for k, v in cfg.items() if k not in ("stop_at", "save_every", "log_every", "threads")}
+    # Nor is the device part of it: a run begun on a GPU may finish on a CPU.
+    run_key = {k: v for k, v in cfg.items() if k not in ("stop_at", "save_every", "log_every", "threads", "device")}
     if ckpt.exists():
-        state = torch.load(ckpt, weights_only=False)
+        state = torch.load(ckpt, weights_only=False, map_location="cpu")
         if state["config"] == run_key:
             model.load_state_dict(state["model"])
             opt.load_state_dict(state["optimizer"])
             torch.set_rng_state(state["rng"])
+            if device.type == "cuda" and "cuda_rng" in state:
+                # Dropout on the GPU draws from CUDA's generator, not the CPU's.
+                torch.cuda.set_rng_state(state["cuda_rng"])
             step = state["step"]
             print(json.dumps({"resumed_at_step": step, "of": total}), flush=True)
         else:
             print(json.dumps({"restarted": "the checkpoint was made with another config"}), flush=True)
     t0, start = time.time(), step
+    print(f"train: on {device.type}", flush=True)
     while step < stop:
         epoch, i = divmod(step, per_epoch)
         model.train()
@@ -125,8 +134,8 @@ def train(cfg: dict[str, Any], seed: int, encoder: tuple[BertModel, PreTrainedTo
         for g in opt.param_groups:
             g["lr"] = lr_at(step, cfg["lr"], cfg.get("warmup", 0), total)
         batch = [rows[j] for j in order[i * size : (i + 1) * size]]
-        pred = torch.sigmoid(model(**encode(tok, batch, cfg["max_len"])))
-        loss = nn.functional.mse_loss(pred, torch.tensor([r["unli"] for r in batch]))
+        pred = torch.sigmoid(model(**to_device(encode(tok, batch, cfg["max_len"]), device)))
+        loss = nn.functional.mse_loss(pred, torch.tensor([r["unli"] for r in batch], device=device))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -138,13 +147,15 @@ def train(cfg: dict[str, Any], seed: int, encoder: tuple[BertModel, PreTrainedTo
                               "eta_s": round((total - step) * size / max(1e-9, rate))}), flush=True)
         if step % save_every == 0 or step == stop:
             tmp = ckpt.with_name(ckpt.name + ".tmp")
-            torch.save({"config": run_key, "step": step, "model": model.state_dict(), "optimizer": opt.state_dict(), "rng": torch.get_rng_state()}, tmp)
+            extra = {"cuda_rng": torch.cuda.get_rng_state()} if device.type == "cuda" else {}
+            torch.save({"config": run_key, "step": step, "model": model.state_dict(), "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
+                        "device": device.type, "loss": loss.item(), **extra}, tmp)
             os.replace(tmp, ckpt)
     if step < total:
         return None
     pred = predict(model, tok, test, cfg["max_len"])
     result = {"train_rows": len(rows), "test_rows": len(test), "steps": step, "train_seconds": round(time.time() - t0),
-              "test": scores(pred, np.array([r["unli"] for r in test])), "seed": seed}
+              "test": scores(pred, np.array([r["unli"] for r in test])), "seed": seed, "device": device.type}
     write_atomic(out / "metrics.json", json.dumps(result, indent=2) + "\n")
     return result
 
@@ -217,8 +228,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--config", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--frozen", action="store_true", help="frozen encoder + logistic regression (minutes), not fine-tuning")
+    ap.add_argument("--device", choices=["cpu", "cuda", "auto"], help="where to fine-tune (default: the config's device, else cpu)")
     a = ap.parse_args(argv)
     cfg = load_config(a.config)
+    if a.device is not None:
+        cfg["device"] = a.device
     result = frozen(cfg, a.seed) if a.frozen else train(cfg, a.seed)
     print(json.dumps(result if result is not None else {"stopped_at": cfg.get("stop_at"), "resume": "run the same command without stop_at"}))
 
