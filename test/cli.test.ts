@@ -33,6 +33,21 @@ test('train reranker|seq2seq: --config names the training config (the program ha
   assert.match(given.stderr, /nonexistent\/reranker\.json|scripts\/train-env/)
 })
 
+test('train extractive|seq2seq|reranker|cotrain and index encode: --device other than their devices is a usage error before Python starts', async () => {
+  const cases: [string[], RegExp][] = [
+    ...['extractive', 'seq2seq', 'reranker'].map((kind): [string[], RegExp] => [['train', kind, '--config', 'train/configs/x.json', '--device', 'tpu'], /Give cpu, cuda or auto/]),
+    [['train', 'cotrain', '--config', 'train/configs/cotrain-tiny.json', '--device', 'gpu'], /Give cpu, cuda or auto/],
+    [['index', 'encode', '--store', '/nonexistent/store', '--device', 'auto'], /Give cpu \(onnxruntime, the default\) or cuda/],
+  ]
+  assert.ok(cases.length > 0)
+  for (const [args, fix] of cases) {
+    const result = await runCli(args)
+    assert.equal(result.code, 1, args.join(' '))
+    assert.match(result.stderr, /AMBIGQA_ERR_USAGE: --device \w+ is not a device/, args.join(' '))
+    assert.match(result.stderr, fix, args.join(' '))
+  }
+})
+
 test('the demo corpus shipped in the repo builds a store that answers a question', { timeout: 120_000 }, async () => {
   const store = join(mkdtempSync(join(tmpdir(), 'demo-')), 'demo')
   const build = await runCli(['index', 'build', '--source', DEMO, '--store', store, '--json'])
