@@ -10,6 +10,7 @@ import { asStoreError, PassageStore, type StoreStats } from '../../retriever/pas
 import { checkStore } from '../../index/store-check.js'
 import { DEFAULT_ENCODERS_DIR } from '../../core/paths.js'
 import { ERR_STORE_CORRUPT, ERR_USAGE } from '../../core/errors.js'
+import { encodeStoreInPython, parseEncodeDevice } from '../training/encode-on-device.js'
 import { contextFor, parseNumber } from './context.js'
 
 export function registerIndexCommands(program: Command): void {
@@ -86,12 +87,15 @@ export function registerIndexCommands(program: Command): void {
     .option('--es-url <url>', 'Elasticsearch URL (default: config "elasticsearch.url")')
     .option('--es-index <name>', 'Elasticsearch index (default: config "elasticsearch.index")')
     .option('--from-store <dir>', 'elasticsearch: copy the vectors of this SQLite store (same sources, already encoded) instead of encoding')
+    .option('--device <device>', 'cpu: onnxruntime-node (default); cuda: the same encoder rebuilt in PyTorch (.venv-train) on an NVIDIA GPU, same vectors in the same table', 'cpu')
     .action(async (opts, command: Command) => {
+      const device = parseEncodeDevice(opts.device)
       const ctx = contextFor(command, { store: opts.store, 'elasticsearch.url': opts.esUrl, 'elasticsearch.index': opts.esIndex })
       if (opts.backend !== 'sqlite' && opts.backend !== 'elasticsearch') {
         throw ERR_USAGE(`unknown --backend '${opts.backend}'`, 'Use sqlite or elasticsearch')
       }
       if (opts.backend === 'elasticsearch') {
+        if (device !== 'cpu') throw ERR_USAGE(`--device ${device} encodes into a SQLite store only`, 'Encode the SQLite store with --device cuda, then copy its vectors with --backend elasticsearch --from-store <store>')
         const es = ctx.config.elasticsearch
         const { encoded, seconds } = await encodeElasticsearch({
           es, model: opts.model, modelsDir: opts.modelsDir, batchSize: opts.batchSize, threads: opts.threads, log: ctx.log, ...(opts.fromStore ? { fromStore: opts.fromStore } : {}),
@@ -99,10 +103,9 @@ export function registerIndexCommands(program: Command): void {
         ctx.out(`elasticsearch ${es.url} index ${es.index}: ${encoded.toLocaleString('en-US')} passages given ${opts.model} vectors in ${seconds.toFixed(1)} s`)
         return
       }
-      const { encoded, seconds } = await encodeStore({
-        store: ctx.config.store, model: opts.model, modelsDir: opts.modelsDir, batchSize: opts.batchSize, threads: opts.threads, log: ctx.log,
-      })
-      ctx.out(`encoded ${encoded.toLocaleString('en-US')} passages of ${ctx.config.store} with ${opts.model} in ${seconds.toFixed(1)} s`)
+      const encodeOptions = { store: ctx.config.store, model: opts.model, modelsDir: opts.modelsDir, batchSize: opts.batchSize, threads: opts.threads, log: ctx.log }
+      const { encoded, seconds } = device === 'cpu' ? await encodeStore(encodeOptions) : await encodeStoreInPython({ ...encodeOptions, device })
+      ctx.out(`encoded ${encoded.toLocaleString('en-US')} passages of ${ctx.config.store} with ${opts.model} on ${device} in ${seconds.toFixed(1)} s`)
     })
 
   index

@@ -30,6 +30,17 @@ export function runPython(module: string, args: string[]): number {
   return spawnSync(command.python, command.args, { stdio: 'inherit', env: command.env }).status ?? 1
 }
 
+/** The devices a trainer takes (train/ambigqa_train/common.py pick_device). */
+const TRAIN_DEVICES = ['cpu', 'cuda', 'auto'] as const
+const DEVICE_HELP = 'cpu, cuda or auto (cuda when there is one); default: the config\'s device, else cpu'
+
+/** `--device` checked here, so a typo is a usage error before Python starts; the args to pass on. */
+function deviceArgs(device: string | undefined): string[] {
+  if (device === undefined) return []
+  if (!(TRAIN_DEVICES as readonly string[]).includes(device)) throw ERR_USAGE(`--device ${device} is not a device`, 'Give cpu, cuda or auto')
+  return ['--device', device]
+}
+
 function exitWith(code: number): void {
   if (code !== 0) process.exitCode = code
 }
@@ -86,10 +97,11 @@ export function registerTrainCommands(program: Command): void {
       // stands), so the training config file is read from there.
       .option('--config <file>', 'training config file (train/configs/*.json)')
       .option('--seed <n>', 'seed', '0')
+      .option('--device <device>', DEVICE_HELP)
       .action((_o: unknown, command: Command) => {
-        const o = command.optsWithGlobals<{ config?: string; seed: string }>()
+        const o = command.optsWithGlobals<{ config?: string; seed: string; device?: string }>()
         if (!o.config) throw ERR_USAGE(`ambigqa train ${name} needs a training config`, `Pass --config train/configs/<name>.json`)
-        exitWith(runPython(module, ['--config', o.config, '--seed', o.seed]))
+        exitWith(runPython(module, ['--config', o.config, '--seed', o.seed, ...deviceArgs(o.device)]))
       })
   }
   train
@@ -98,13 +110,12 @@ export function registerTrainCommands(program: Command): void {
     .option('--config <file>', 'training config file (train/configs/*.json)')
     .option('--seed <n>', 'seed', '0')
     .option('--stop-at <step>', 'stop after this step; the learning-rate schedule stays the config\'s, so a later run continues it')
-    .option('--device <device>', 'cpu, cuda or auto (cuda when there is one); default: the config\'s device, else cpu')
+    .option('--device <device>', DEVICE_HELP)
     .action((_o: unknown, command: Command) => {
       const o = command.optsWithGlobals<{ config?: string; seed: string; stopAt?: string; device?: string }>()
       if (!o.config) throw ERR_USAGE('ambigqa train extractive needs a training config', 'Pass --config train/configs/extractive-<warm start>.json')
       if (o.stopAt !== undefined && !/^[1-9]\d{0,6}$/.test(o.stopAt)) throw ERR_USAGE(`--stop-at ${o.stopAt} is not a step number`, 'Give a whole number of steps, e.g. --stop-at 1200')
-      if (o.device !== undefined && !['cpu', 'cuda', 'auto'].includes(o.device)) throw ERR_USAGE(`--device ${o.device} is not a device`, 'Give cpu, cuda or auto')
-      exitWith(runPython('train_extractive', ['train', '--config', o.config, '--seed', o.seed, ...(o.stopAt ? ['--stop-at', o.stopAt] : []), ...(o.device ? ['--device', o.device] : [])]))
+      exitWith(runPython('train_extractive', ['train', '--config', o.config, '--seed', o.seed, ...(o.stopAt ? ['--stop-at', o.stopAt] : []), ...deviceArgs(o.device)]))
     })
   train
     .command('calibration-data')
@@ -152,13 +163,15 @@ export function registerTrainCommands(program: Command): void {
     // --config is taken by the co-training file, so the server configuration the evaluation
     // reads (store, retriever, reader settings) comes from here.
     .option('--app-config <file>', 'server configuration for the evaluation (default: ./ambigqa.config.json when present)')
+    .option('--device <device>', `where the members train and vote: ${DEVICE_HELP}`)
     .action(async (_o: unknown, command: Command) => {
-      const o = command.optsWithGlobals<{ config?: string; appConfig?: string; logLevel?: string }>()
+      const o = command.optsWithGlobals<{ config?: string; appConfig?: string; logLevel?: string; device?: string }>()
       if (!o.config) throw ERR_USAGE('ambigqa train cotrain needs a co-training config', 'Pass --config train/configs/cotrain-<name>.json')
+      const device = deviceArgs(o.device)[1]
       const config = loadConfig({ ...(o.appConfig ? { file: o.appConfig } : {}), flags: o.logLevel ? { 'log.level': o.logLevel } : {} })
       const log = createLogger(config.log.level)
       const results = await runCoTraining(o.config, {
-        config, log,
+        config, log, ...(device ? { device } : {}),
         onProgress: (p) => process.stderr.write(`cotrain ${p.stage}${p.fraction === null ? '' : ` ${(100 * p.fraction).toFixed(1)}%`}: ${p.message}\n`),
       })
       for (const s of results.silver) process.stdout.write(`silver ${s.iteration}: ${s.multi} multi-answer, ${s.single} single-answer, ${s.wait} waiting\n`)

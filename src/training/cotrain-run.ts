@@ -33,6 +33,8 @@ export interface CoTrainingEnvironment {
   log: Logger
   signal?: AbortSignal
   onProgress?: (progress: CoTrainingProgress) => void
+  /** cpu, cuda or auto: where the members train and vote (cotrain.py's --device); absent: the config's "device", else cpu. */
+  device?: string
 }
 
 /** train/configs/<name>.json for a job's config name; only the project's cotrain-* configs. */
@@ -153,7 +155,7 @@ export async function runCoTraining(configFile: string, env: CoTrainingEnvironme
   const started = performance.now()
   const tracker = new CoTrainingTracker(cfg)
   mkdirSync(cfg.out, { recursive: true })
-  await runPythonLines('cotrain', ['run', '--config', configFile], (line) => {
+  await runPythonLines('cotrain', ['run', '--config', configFile, ...(env.device ? ['--device', env.device] : [])], (line) => {
     if (!line.startsWith('{')) return env.log.debug({ line }, 'cotrain')
     const progress = tracker.describe(JSON.parse(line) as Record<string, unknown>)
     if (progress) env.onProgress?.(progress)
