@@ -4,6 +4,7 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { GraphQLResolveInfo } from 'graphql'
 import { ERR_BATCH_TOO_LARGE, ERR_JOBS_DISABLED, ERR_QUERY_TOO_COSTLY, ERR_READER_UNAVAILABLE } from '../../core/errors.js'
+import { RETRIEVER_KINDS, retrieverEnumName } from '../../core/kinds.js'
 import { checkCount as checkCountIn, checkQuestion as checkQuestionText } from '../pipeline/ask-arguments.js'
 import type { AskOptions, Pipeline, RetrieverKind } from '../pipeline/pipeline.js'
 import type { PassageSource } from '../../retriever/passage-source.js'
@@ -31,11 +32,14 @@ export interface ResolverContext {
 /** One call of a field: aborted at the deadline or when the client goes away. */
 export interface Call { signal: AbortSignal; headers: IncomingHttpHeaders; info?: GraphQLResolveInfo }
 
-type RetrieverName = 'BM25_SQLITE' | 'BM25_ES' | 'DENSE' | 'DENSE_ES' | 'HYBRID'
+/** The schema's RetrieverName values (validated by GraphQL against the enum, which
+ * test/schema.test.ts holds to core/kinds.ts). */
+type RetrieverName = string
 type AskOptionsInput = { retrieve?: number | null; read?: number | null; retriever?: RetrieverName | null }
 
 // The schema's enum names the configuration's retriever kinds (BM25_SQLITE is bm25-sqlite).
-const kindOf = (name?: RetrieverName | null): RetrieverKind | undefined => (name ? (name.toLowerCase().replace(/_/g, '-') as RetrieverKind) : undefined)
+const KIND_OF_NAME = new Map<RetrieverName, RetrieverKind>(RETRIEVER_KINDS.map((kind) => [retrieverEnumName(kind), kind]))
+const kindOf = (name?: RetrieverName | null): RetrieverKind | undefined => (name ? KIND_OF_NAME.get(name) : undefined)
 const checkQuestion = (ctx: ResolverContext, question: string) => checkQuestionText(question, ctx.limits.maxQuestionLength)
 const checkCount = (ctx: ResolverContext, name: string, value: number) => checkCountIn(name, value, ctx.limits.maxK, 'server.maxK')
 const passageOut = (p: { id: string; title: string; text: string; score?: number }) => ({ id: p.id, title: p.title, text: p.text, score: p.score ?? null })
