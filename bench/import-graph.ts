@@ -1,24 +1,15 @@
 // The house at folder level: which folder imports which, counted from every relative import of
-// the TypeScript sources (read by TypeScript's own pre-processor, as test/architecture.test.ts
-// reads them). Tests and benchmarks are left out: they may import any floor. An arrow is "up"
+// the TypeScript sources (bench/source-imports.ts, as test/architecture.test.ts reads them). Tests and benchmarks are left out: they may import any floor. An arrow is "up"
 // when it runs from a lower floor (core, then the libraries, then src/pipeline) to a higher one.
 // With --top each top-level folder is one room (src/ whole), and an arrow that has one back is
 // marked: two top-level folders that import each other.
 // Usage: node dist/bench/import-graph.js [--top]
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { dirname, join, relative, resolve } from 'node:path'
-import ts from 'typescript'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import { PROJECT_ROOT as ROOT } from '../core/paths.js'
+import { importGraph } from './source-imports.js'
 
 const DIRS = ['core', 'src', 'index', 'retriever', 'reader'].filter((d) => existsSync(join(ROOT, d)))
-
-function sources(dir: string): string[] {
-  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name)
-    if (entry.isDirectory()) return sources(path)
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') ? [path] : []
-  })
-}
 
 /** src/ splits into its folders (src/core was the ground before it moved out); a library is one room, reader/generation its own. */
 const TOP = process.argv.includes('--top')
@@ -39,11 +30,8 @@ function floorOf(folder: string): number {
 }
 
 const edges = new Map<string, number>()
-for (const file of DIRS.flatMap(sources)) {
-  const { importedFiles } = ts.preProcessFile(readFileSync(join(ROOT, file), 'utf8'), true, true)
-  for (const spec of importedFiles.map((f) => f.fileName)) {
-    if (!spec.startsWith('./') && !spec.startsWith('../')) continue
-    const target = relative(ROOT, resolve(ROOT, dirname(file), spec))
+for (const [file, targets] of importGraph(DIRS)) {
+  for (const target of targets) {
     const [from, to] = [folderOf(file), folderOf(target)]
     if (from === to) continue
     edges.set(`${from} -> ${to}`, (edges.get(`${from} -> ${to}`) ?? 0) + 1)

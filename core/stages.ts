@@ -20,10 +20,15 @@ export interface Read extends Reranked { answers: ReadAnswer[]; ambiguity?: numb
 /** `rewritten: false`: the question is the prompt as asked (one answer, or no rewrite survived the checks). */
 export interface Disambiguated extends Read { answers: (ReadAnswer & { question: string; rewritten: boolean })[]; ambiguous: boolean }
 
-/** Whether the set is ambiguous: the detector's ambiguity over 0.5 when a decider gave one;
- * without a detector it can only mean that the reader returned two answers. */
+/** Whether a detector's P(more than one answer) makes the question ambiguous. */
+export function isAmbiguous(ambiguity: number): boolean {
+  return ambiguity > 0.5
+}
+
+/** Whether the set is ambiguous: by the detector's ambiguity when a decider gave one; without a
+ * detector it can only mean that the reader returned two answers. */
 export function ambiguousOf(read: Read): boolean {
-  return read.ambiguity !== undefined ? read.ambiguity > 0.5 : read.answers.length > 1
+  return read.ambiguity !== undefined ? isAmbiguous(read.ambiguity) : read.answers.length > 1
 }
 
 /** The set without question disambiguation: every answer keeps the prompt as its question. */

@@ -14,7 +14,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../core/errors.js'
 import { READER_KINDS, type ReaderKind } from '../core/kinds.js'
-import { ambiguousOf, type Read, type ReadAnswer, type Stage } from '../core/stages.js'
+import { isAmbiguous, type Read, type ReadAnswer, type Stage } from '../core/stages.js'
 
 const HOW_TO_BUILD = 'scripts/train-defaults (or: ambigqa train calibration-data, then ambigqa train calibration)'
 export const CALIBRATION_FILE = 'calibration.json'
@@ -148,7 +148,7 @@ export function answerSetDecider(models: CalibrationModels, embed: EmbedQuestion
       const ambiguity = sigmoid(logit(models.ambiguity, named(models.ambiguity, readingFeatures(input, questionLogit, confidences))))
       const ranked = calibrated.sort((a, b) => b.confidence - a.confidence)
       const kept = ranked.filter((a, i) => i === 0 || a.confidence >= options.minConfidence)
-      const size = ambiguousOf({ ...input, answers: kept, ambiguity }) || !options.oneAnswerWhenUnambiguous ? options.maxAnswers : 1
+      const size = isAmbiguous(ambiguity) || !options.oneAnswerWhenUnambiguous ? options.maxAnswers : 1
       return { ...input, answers: kept.slice(0, size), ambiguity }
     },
   }

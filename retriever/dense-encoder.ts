@@ -39,11 +39,7 @@ export class DenseEncoder {
   }
 
   static async load(name: string, modelsDir: string, threads = 2): Promise<DenseEncoder> {
-    if (!ENCODER_NAMES.includes(name)) throw ERR_USAGE(`unknown encoder '${name}'`, `Use one of: ${ENCODER_NAMES.join(', ')}`)
-    const dir = join(modelsDir, name)
-    for (const file of ['model.onnx', 'tokenizer.json']) {
-      if (!existsSync(join(dir, file))) throw ERR_MODEL_MISSING(join(dir, file), `scripts/assets ${name}`)
-    }
+    const dir = encoderDir(name, modelsDir)
     const tokenizerJson = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8'))
     const tokenizer = new Tokenizer(tokenizerJson, {})
     const sep = (tokenizerJson.added_tokens as { id: number; content: string }[]).find((t) => t.content === '[SEP]')
@@ -99,6 +95,16 @@ export class DenseEncoder {
   async close(): Promise<void> {
     await this.session.release()
   }
+}
+
+/** A known encoder's folder holding its model and tokenizer, or the error that says how to fetch it. */
+export function encoderDir(name: string, modelsDir: string): string {
+  if (!ENCODER_NAMES.includes(name)) throw ERR_USAGE(`unknown encoder '${name}'`, `Use one of: ${ENCODER_NAMES.join(', ')}`)
+  const dir = join(modelsDir, name)
+  for (const file of ['model.onnx', 'tokenizer.json']) {
+    if (!existsSync(join(dir, file))) throw ERR_MODEL_MISSING(join(dir, file), `scripts/assets ${name}`)
+  }
+  return dir
 }
 
 /** What an encoder reads of a passage. */

@@ -18,6 +18,7 @@ const BY_ROWIDS_CHUNK = 100
 // build resumed on one gains the column, its older segments keeping none.
 const SCHEMA_VERSION = '3'
 const READABLE_SCHEMA_VERSIONS: readonly string[] = ['2', SCHEMA_VERSION]
+const readableSchema = (version: string | undefined): boolean => version !== undefined && READABLE_SCHEMA_VERSIONS.includes(version)
 /** Changing the analyzer changes every term: a store built with another one must be rebuilt. */
 export const ANALYZER_VERSION = 'lucene-english-v1'
 
@@ -78,7 +79,7 @@ export class PassageStore {
       db.exec(SCHEMA)
       const store = new PassageStore(abs, db, lockPath)
       const version = store.meta('schema_version')
-      if (version !== undefined && !READABLE_SCHEMA_VERSIONS.includes(version)) throw ERR_STORE_CORRUPT(abs, `schema version ${version}, this program writes ${SCHEMA_VERSION}`)
+      if (version !== undefined && !readableSchema(version)) throw ERR_STORE_CORRUPT(abs, `schema version ${version}, this program writes ${SCHEMA_VERSION}`)
       // CREATE TABLE IF NOT EXISTS left a schema 2 postings table as it was (checked by column: a
       // run killed between the ALTER and the version update must not add it twice).
       if (!store.hasBlockImpacts()) db.exec('ALTER TABLE postings ADD COLUMN maxima BLOB')
@@ -127,7 +128,7 @@ export class PassageStore {
       throw ERR_STORE_CORRUPT.withCause(err, abs, (err as Error).message)
     }
     const version = store.meta('schema_version')
-    if (version === undefined || !READABLE_SCHEMA_VERSIONS.includes(version)) {
+    if (!readableSchema(version)) {
       store.close()
       throw ERR_STORE_CORRUPT(abs, `it was built by another version of ambigqa (store schema ${version ?? 'unknown'}, this one reads ${READABLE_SCHEMA_VERSIONS.join(' and ')})`)
     }
@@ -146,7 +147,7 @@ export class PassageStore {
     try {
       // An empty or foreign SQLite file opens fine; without our tables every query would fail.
       const version = store.meta('schema_version')
-      if (version === undefined || !READABLE_SCHEMA_VERSIONS.includes(version)) throw ERR_STORE_CORRUPT(abs, `store schema ${version ?? 'unknown'}, this program reads ${READABLE_SCHEMA_VERSIONS.join(' and ')}`)
+      if (!readableSchema(version)) throw ERR_STORE_CORRUPT(abs, `store schema ${version ?? 'unknown'}, this program reads ${READABLE_SCHEMA_VERSIONS.join(' and ')}`)
     } catch (err) {
       store.close()
       throw asStoreError(err, abs)

@@ -3,36 +3,14 @@
 // so a library that reaches up into the app, an app folder that reaches up the chain, or two
 // files that import each other, fail here before they tangle the house.
 import assert from 'node:assert/strict'
-import { readdirSync, readFileSync } from 'node:fs'
-import { dirname, join, relative, resolve } from 'node:path'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { test } from 'node:test'
 import ts from 'typescript'
+import { importGraph } from '../bench/source-imports.js'
 import { PROJECT_ROOT as ROOT } from '../core/paths.js'
 
 const SOURCE_DIRS = ['core', 'src', 'index', 'retriever', 'reader', 'test', 'bench']
-
-function sources(dir: string): string[] {
-  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name)
-    if (entry.isDirectory()) return sources(path)
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') ? [path] : []
-  })
-}
-
-/** Each source file (relative to the root, `/`-separated) and the source files it imports. */
-function importGraph(): Map<string, string[]> {
-  const graph = new Map<string, string[]>()
-  for (const file of SOURCE_DIRS.flatMap(sources)) {
-    const { importedFiles } = ts.preProcessFile(readFileSync(join(ROOT, file), 'utf8'), true, true)
-    const targets = importedFiles
-      .map((f) => f.fileName)
-      .filter((s) => s.startsWith('./') || s.startsWith('../'))
-      // The code imports the compiled name (x.js); the source is x.ts.
-      .map((s) => relative(ROOT, resolve(ROOT, dirname(file), s)).replace(/\.js$/, '.ts'))
-    graph.set(file.split('\\').join('/'), targets.map((t) => t.split('\\').join('/')))
-  }
-  return graph
-}
 
 /** The floors, lowest first: a file may import its own floor's files and those of the floors it
  * names. Every arrow runs down; the app is a chain, not side by side (docs/architecture.md). */
@@ -54,7 +32,7 @@ const FLOORS: { name: string; holds: RegExp; mayImport: RegExp }[] = [
   { name: 'src/cli', holds: /^src\/cli\//, mayImport: new RegExp(`^(${LIBRARIES}|src/(pipeline|eval|training|server|cli))/`) },
 ]
 
-const graph = importGraph()
+const graph = importGraph(SOURCE_DIRS)
 
 test('the import graph is read: every floor has files, and the pipeline its stage contracts', () => {
   for (const floor of FLOORS) assert.ok([...graph.keys()].some((f) => floor.holds.test(f)), `no file under ${floor.name}`)

@@ -3,11 +3,9 @@
 // same dense_vectors table in the same layout as retriever/dense-vectors.ts writes (and resumed by
 // either). onnxruntime-node has no GPU path here, and 21M passages take days on a CPU. This side
 // checks the store and the encoder, and holds the store's build lock while Python writes.
-import { existsSync } from 'node:fs'
-import { join } from 'node:path'
-import { AmbigqaError, ERR_MODEL_MISSING, ERR_USAGE } from '../../core/errors.js'
+import { AmbigqaError, ERR_USAGE } from '../../core/errors.js'
 import type { Logger } from '../../core/log.js'
-import { ENCODER_NAMES } from '../../retriever/dense-encoder.js'
+import { encoderDir } from '../../retriever/dense-encoder.js'
 import { PassageStore } from '../../retriever/passage-store.js'
 import { runPythonLines } from './python-process.js'
 
@@ -34,11 +32,7 @@ export function parseEncodeDevice(device: string): EncodeDevice {
 }
 
 export async function encodeStoreInPython(options: PythonEncodeOptions): Promise<{ encoded: number; seconds: number }> {
-  if (!ENCODER_NAMES.includes(options.model)) throw ERR_USAGE(`unknown encoder '${options.model}'`, `Use one of: ${ENCODER_NAMES.join(', ')}`)
-  const dir = join(options.modelsDir, options.model)
-  for (const file of ['model.onnx', 'tokenizer.json']) {
-    if (!existsSync(join(dir, file))) throw ERR_MODEL_MISSING(join(dir, file), `scripts/assets ${options.model}`)
-  }
+  encoderDir(options.model, options.modelsDir)
   // Checks the store is ready, creates the table and takes the build lock; held until Python is done.
   const store = PassageStore.openForUpdate(options.store)
   const errors: string[] = []

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import argparse
 import os
 import random
 import shutil
@@ -19,11 +20,14 @@ def setup(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+DEVICES = ("cpu", "cuda", "auto")
+
+
 def pick_device(name: str) -> torch.device:
     """cpu, cuda or auto (cuda when there is one). On CUDA, fp32 with TF32 matmuls: bf16 autocast
     went NaN within 50 steps on the extractive reader (issue 26), so it is not offered."""
-    if name not in ("cpu", "cuda", "auto"):
-        raise SystemExit(f"device {name!r} is not one of cpu, cuda, auto")
+    if name not in DEVICES:
+        raise SystemExit(f"device {name!r} is not one of {', '.join(DEVICES)}")
     if name == "cuda" and not torch.cuda.is_available():
         raise SystemExit("device cuda asked for, but torch sees no CUDA device (torch.cuda.is_available() is False)")
     device = torch.device("cuda" if name == "cuda" or (name == "auto" and torch.cuda.is_available()) else "cpu")
@@ -49,8 +53,14 @@ def to_device(batch: Mapping[str, torch.Tensor], device: torch.device) -> dict[s
     return {k: v.to(device) for k, v in batch.items()}
 
 
-def load_config(path: Path) -> dict[str, Any]:
-    """The config as a dict; a missing or malformed file exits with a message naming it."""
+def add_device_argument(ap: argparse.ArgumentParser, what: str = "where to train") -> None:
+    """Every trainer's --device: it overrides the config's `device` (load_config's `device`)."""
+    ap.add_argument("--device", choices=DEVICES, help=f"{what} (default: the config's device, else cpu)")
+
+
+def load_config(path: Path, device: str | None = None) -> dict[str, Any]:
+    """The config as a dict, its `device` replaced by `device` when one is given (a --device
+    flag); a missing or malformed file exits with a message naming it."""
     try:
         config = json.loads(path.read_text())
     except FileNotFoundError:
@@ -59,6 +69,8 @@ def load_config(path: Path) -> dict[str, Any]:
         raise SystemExit(f"training config {path} is not valid JSON: {err}")
     if not isinstance(config, dict):
         raise SystemExit(f"training config {path} must be a JSON object")
+    if device is not None:
+        config["device"] = device
     return config
 
 

@@ -47,7 +47,7 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerFast
 
-from .common import device_of, load_config, model_device, read_jsonl, run_steps, setup, to_device, write_atomic
+from .common import add_device_argument, device_of, load_config, model_device, read_jsonl, run_steps, setup, to_device, write_atomic
 from .data import SEP, Passage, crop, load_eval300
 from .extractive import NEG, ExtractiveReader, answer_token_spans, best_spans, encode, passage_text
 from .train_extractive import normalize
@@ -381,15 +381,12 @@ def main(argv: list[str] | None = None) -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--config", type=Path, required=True)
-    r.add_argument("--device", choices=["cpu", "cuda", "auto"], help="where the members train and vote (default: the config's device, else cpu)")
+    add_device_argument(r, "where the members train and vote")
     f = sub.add_parser("fingerprint")
     f.add_argument("out", type=Path)
     a = ap.parse_args(argv)
     if a.cmd == "run":
-        cfg = load_config(a.config)
-        if a.device is not None:
-            cfg["device"] = a.device
-        log({"stage": "done", "summary": run(cfg)})
+        log({"stage": "done", "summary": run(load_config(a.config, a.device))})
     else:
         print(fingerprint(a.out))
 

@@ -35,7 +35,7 @@ import torch
 from tokenizers import Tokenizer
 from transformers import BertModel
 
-from .common import pick_device
+from .common import DEVICES, pick_device
 from .onnx_weights import ENCODERS_DIR, bert_config, bert_state_dict, quantized_state_dict
 
 # retriever/dense-encoder.ts: the JS tokenizer ignores tokenizer.json's truncation, so it cuts here.
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--models-dir", type=Path, default=ENCODERS_DIR)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--chunk-size", type=int, default=CHUNK_SIZE)
-    ap.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cuda")
+    ap.add_argument("--device", choices=DEVICES, default="cuda")
     ap.add_argument("--threads", type=int, default=2, help="CPU threads (on a GPU, for the host side)")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerFast
 
-from .common import load_config, pick_device, read_jsonl, run_steps, setup
+from .common import add_device_argument, device_of, load_config, read_jsonl, run_steps, setup
 from .extractive import ExtractiveReader, best_spans, encode, from_encoder, from_quantized_onnx, group_passages, prepare_groups, prepared_loss
 from .onnx_weights import recover_bert
 
@@ -44,7 +44,7 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     ckpt = Path(cfg["out"]) / f"seed-{seed}" / "checkpoint"
     rows = training_rows(cfg, seed)
     state: dict[str, Any] = {"step": 0}
-    device = pick_device(cfg.get("device", "cpu"))
+    device = device_of(cfg)
     if (ckpt / "state.pt").exists():
         model = ExtractiveReader.from_pretrained(str(ckpt))
         tok = PreTrainedTokenizerFast.from_pretrained(str(ckpt))
@@ -115,18 +115,16 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--config", type=Path, required=True)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--stop-at", type=int, help="stop after this step (the schedule stays the config's)")
-    t.add_argument("--device", choices=["cpu", "cuda", "auto"], help="where to train (default: the config's device, else cpu)")
+    add_device_argument(t)
     e = sub.add_parser("eval")
     e.add_argument("checkpoint", type=Path)
     e.add_argument("--data", type=Path, default=Path("data/train/reranker-groups-heldout.jsonl"))
     e.add_argument("--n", type=int, default=300)
     a = ap.parse_args(argv)
     if a.cmd == "train":
-        cfg = load_config(a.config)
+        cfg = load_config(a.config, a.device)
         if a.stop_at is not None:
             cfg["stop_at"] = a.stop_at
-        if a.device is not None:
-            cfg["device"] = a.device
         print(json.dumps(train(cfg, a.seed)))
     else:
         print(json.dumps(evaluate(a.checkpoint, a.data, a.n)))

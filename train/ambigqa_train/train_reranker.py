@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from transformers import BertForSequenceClassification, PreTrainedTokenizerFast
 
-from .common import device_of, load_config, read_jsonl, run_steps, setup, to_device
+from .common import add_device_argument, device_of, load_config, read_jsonl, run_steps, setup, to_device
 from .warm_start import build_cross_encoder
 
 
@@ -72,11 +72,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="ambigqa_train.train_reranker")
     ap.add_argument("--config", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--device", choices=["cpu", "cuda", "auto"], help="where to train (default: the config's device, else cpu)")
+    add_device_argument(ap)
     a = ap.parse_args(argv)
-    cfg = load_config(a.config)
-    if a.device is not None:
-        cfg["device"] = a.device
+    cfg = load_config(a.config, a.device)
     print(json.dumps(train(cfg, a.seed)))
 
 

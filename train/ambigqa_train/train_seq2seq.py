@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from transformers import BartForConditionalGeneration, PreTrainedTokenizerFast
 
-from .common import device_of, model_device, load_config, read_jsonl, run_steps, setup, to_device
+from .common import add_device_argument, device_of, load_config, model_device, read_jsonl, run_steps, setup, to_device
 from .copy_guide import copy_pointers, edit_pointers, pointer_loss, readout_init, use_eager_attention
 from .warm_start import ANSWER_SEP, build_bart, load_tokenizer, set_layer_norm_eps
 
@@ -119,11 +119,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="ambigqa_train.train_seq2seq")
     ap.add_argument("--config", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--device", choices=["cpu", "cuda", "auto"], help="where to train (default: the config's device, else cpu)")
+    add_device_argument(ap)
     a = ap.parse_args(argv)
-    cfg = load_config(a.config)
-    if a.device is not None:
-        cfg["device"] = a.device
+    cfg = load_config(a.config, a.device)
     print(json.dumps(train(cfg, a.seed)))
 
 

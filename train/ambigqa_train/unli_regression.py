@@ -35,7 +35,7 @@ import torch
 from torch import nn
 from transformers import BertModel, PreTrainedTokenizerFast
 
-from .common import device_of, load_config, lr_at, model_device, to_device, write_atomic
+from .common import add_device_argument, device_of, load_config, lr_at, model_device, to_device, write_atomic
 from .onnx_weights import recover_bert
 
 
@@ -228,11 +228,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--config", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--frozen", action="store_true", help="frozen encoder + logistic regression (minutes), not fine-tuning")
-    ap.add_argument("--device", choices=["cpu", "cuda", "auto"], help="where to fine-tune (default: the config's device, else cpu)")
+    add_device_argument(ap, "where to fine-tune")
     a = ap.parse_args(argv)
-    cfg = load_config(a.config)
-    if a.device is not None:
-        cfg["device"] = a.device
+    cfg = load_config(a.config, a.device)
     result = frozen(cfg, a.seed) if a.frozen else train(cfg, a.seed)
     print(json.dumps(result if result is not None else {"stopped_at": cfg.get("stop_at"), "resume": "run the same command without stop_at"}))
 
