@@ -94,6 +94,7 @@ const configSchema = z
         rankPrior: z.number().min(0).max(100),
         dropContaining: z.boolean(),
         calibration: z.string(),
+        verifier: z.string(),
         minConfidence: z.number().min(0).max(1),
         oneAnswerWhenUnambiguous: z.boolean(),
         read: z.number().int().min(1).max(1000),
@@ -152,6 +153,7 @@ export const defaults: Config = {
   // qdEvidenceVocabulary: decoding uses only the word pieces of the prompt, answers and evidence.
   // calibration: the folder of calibration.json (answer calibrator and ambiguity detector, fit on
   // the tuning split; '' keeps the reader's raw probabilities and "ambiguous" = two answers);
+  // verifier: the answer verifier's cross-encoder folder, read when calibration.json stacks it;
   // minConfidence: answers whose calibrated confidence is under it are dropped, the best kept (the
   // default was chosen with the models on the tuning sets, BENCHMARKS.md; unused without calibration);
   // oneAnswerWhenUnambiguous: a question the detector judges unambiguous keeps its best answer alone.
@@ -162,7 +164,7 @@ export const defaults: Config = {
   reader: {
     kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'qd'),
     precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 8, qdEvidenceVocabulary: true, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
-    keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), minConfidence: 0.15, oneAnswerWhenUnambiguous: true, read: 20,
+    keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), verifier: join(DEFAULT_READER_DIR, 'verifier'), minConfidence: 0.15, oneAnswerWhenUnambiguous: true, read: 20,
     retrieve: 100,
   },
   log: { level: 'info' },

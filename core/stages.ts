@@ -14,7 +14,9 @@ export interface Retrieved { question: string; passages: RetrievedPassage[]; tim
 export interface Reranked extends Retrieved { reranked: RetrievedPassage[] }
 /** readerProbability: the reader's own probability, kept when a calibrator replaced it as confidence. */
 /** features: the reader's scores of the answer beside its probability, when it gives them (the extractive reader's candidateFeatures). */
-export interface ReadAnswer { answer: string; confidence: number; readerProbability?: number; evidence: RetrievedPassage[]; features?: Record<string, number> }
+/** A candidate's words in context: its passage's title and the words around its best span (what the answer verifier reads). */
+export interface AnswerWindow { title: string; text: string }
+export interface ReadAnswer { answer: string; confidence: number; readerProbability?: number; evidence: RetrievedPassage[]; features?: Record<string, number>; window?: AnswerWindow }
 /** ambiguity: P(more than one answer), when a calibrated detector decided the set (reader/answer-set-decider). */
 export interface Read extends Reranked { answers: ReadAnswer[]; ambiguity?: number }
 /** `rewritten: false`: the question is the prompt as asked (one answer, or no rewrite survived the checks). */

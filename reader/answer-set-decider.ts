@@ -14,7 +14,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../core/errors.js'
 import { READER_KINDS, type ReaderKind } from '../core/kinds.js'
-import { isAmbiguous, type Read, type ReadAnswer, type Stage } from '../core/stages.js'
+import { isAmbiguous, type AnswerWindow, type Read, type ReadAnswer, type Stage } from '../core/stages.js'
 
 const HOW_TO_BUILD = 'scripts/train-defaults (or: ambigqa train calibration-data, then ambigqa train calibration)'
 export const CALIBRATION_FILE = 'calibration.json'
@@ -41,6 +41,10 @@ export interface CalibrationModels {
   detector?: boolean
   read?: number
   candidates?: number
+  /** The cross-encoder answer verifier's part (config reader.verifier is its model): the reader's
+   * first `candidates` answers are read by it, and each one's confidence is `stack` over its
+   * answer-model logit and the cross-encoder's (the others keep the answer model's). */
+  verifier?: { candidates: number; stack: LogisticModel }
 }
 
 export function logit(model: LogisticModel, x: readonly number[]): number {
@@ -109,11 +113,17 @@ export function loadCalibration(dir: string): CalibrationModels {
   if (!existsSync(path)) throw ERR_MODEL_MISSING(path, HOW_TO_BUILD)
   const models = JSON.parse(readFileSync(path, 'utf8')) as CalibrationModels
   if (!READER_KINDS.includes(models.reader)) throw ERR_MODEL_INVALID(path, `does not say which reader it calibrates (reader: ${READER_KINDS.join(' or ')})`, `Rebuild it with \`${HOW_TO_BUILD}\``)
-  for (const key of ['answer', 'questionOnly', 'ambiguity'] as const) {
-    const m = models[key]
+  const check = (key: string, m: LogisticModel | undefined) => {
     const n = m?.weights?.length
     if (!m || !n || m.mean?.length !== n || m.scale?.length !== n || m.features?.length !== n || typeof m.bias !== 'number') {
       throw ERR_MODEL_INVALID(path, `${key} is not a logistic model (features, mean, scale, weights of one length, bias)`, `Rebuild it with \`${HOW_TO_BUILD}\``)
+    }
+  }
+  for (const key of ['answer', 'questionOnly', 'ambiguity'] as const) check(key, models[key])
+  if (models.verifier) {
+    check('verifier.stack', models.verifier.stack)
+    if (models.verifier.stack.weights.length !== 2 || !Number.isInteger(models.verifier.candidates) || models.verifier.candidates < 1) {
+      throw ERR_MODEL_INVALID(path, 'verifier is not a stack of two logits over a number of candidates', `Rebuild it with \`${HOW_TO_BUILD}\``)
     }
   }
   return models
@@ -121,6 +131,21 @@ export function loadCalibration(dir: string): CalibrationModels {
 
 /** The question's sentence embedding, by the encoder the question-only model was fit on. */
 export type EmbedQuestion = (question: string) => Promise<Float32Array>
+
+/** Tokens of one verifier pair (train/configs/verifier*.json max_len): a question, a candidate and
+ * about 60 words around it. */
+export const VERIFIER_TOKENS = 160
+
+/** A verifier pair as a cross-encoder reads it (retriever/cross-encoder-reranker.ts `[CLS] question
+ * [SEP] title: text [SEP]`): the candidate, then its passage's title and the words around its span. */
+export interface VerifierPair { question: string; title: string; text: string }
+
+export function verifierPair(question: string, answer: string, window: AnswerWindow): VerifierPair {
+  return { question, title: `${answer} [SEP] ${window.title}`, text: window.text }
+}
+
+/** The cross-encoder's logit for each pair of one question, in order. */
+export type VerifyAnswers = (question: string, pairs: readonly { title: string; text: string }[], signal?: AbortSignal) => Promise<number[]>
 
 export interface DeciderOptions {
   minConfidence: number
@@ -137,12 +162,20 @@ export interface DeciderOptions {
  * the question and the verified set, and the set cut to its best answer when the question is
  * judged unambiguous.
  */
-export function answerSetDecider(models: CalibrationModels, embed: EmbedQuestion, options: DeciderOptions): Stage<Read, Read> {
+export function answerSetDecider(models: CalibrationModels, embed: EmbedQuestion, options: DeciderOptions, verify?: VerifyAnswers): Stage<Read, Read> {
+  const verifier = models.verifier
+  if (verifier && !verify) throw ERR_MODEL_MISSING('the answer verifier (config reader.verifier)', 'calibration.json stacks a cross-encoder verifier: give its model folder')
   return {
     name: 'decide',
-    run: async (input) => {
-      const features = answerFeatures(input)
-      const confidences = features.map((f) => sigmoid(logit(models.answer, named(models.answer, f))))
+    run: async (input, signal) => {
+      const logits = answerFeatures(input).map((f) => logit(models.answer, named(models.answer, f)))
+      if (verifier && verify) {
+        // The reader's first candidates (its order: what the stack was fit on) that carry a window.
+        const read = input.answers.map((a, i) => ({ a, i })).filter(({ a, i }) => i < verifier.candidates && a.window)
+        const cross = await verify(input.question, read.map(({ a }) => verifierPair(input.question, a.answer, a.window!)), signal)
+        read.forEach(({ i }, k) => { logits[i] = logit(verifier.stack, [logits[i]!, cross[k]!]) })
+      }
+      const confidences = logits.map(sigmoid)
       const calibrated: ReadAnswer[] = input.answers.map((a, i) => ({ ...a, confidence: confidences[i]!, readerProbability: a.confidence }))
       const questionLogit = logit(models.questionOnly, Array.from(await embed(input.question)))
       const ambiguity = sigmoid(logit(models.ambiguity, named(models.ambiguity, readingFeatures(input, questionLogit, confidences))))

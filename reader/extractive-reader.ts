@@ -16,7 +16,7 @@ import type { Logger } from '../core/log.js'
 import type { Device } from '../core/onnx-session.js'
 import { Seq2SeqTokenizer } from './generation/seq2seq-tokenizer.js'
 import type { PredictedAnswer, ReadingQuestion } from './types.js'
-import { WorkerSession } from './worker-session.js'
+import { WorkerSession } from '../core/worker-session.js'
 import { WordPieceCache, type PiecedText } from './word-pieces.js'
 
 const HOW_TO_BUILD = 'scripts/train-defaults (or: ambigqa train export extractive <checkpoint> <out>)'
@@ -265,7 +265,12 @@ export class ExtractiveReader {
       const holding = item.passages.filter((p) => hasAnswer(`${p.title} ${p.text}`, [a.text]))
       const from = [...new Set(a.spans.map((s) => s.passage))].sort((x, y) => x - y)
       const evidence = holding.length > 0 ? holding : from.map((p) => item.passages[p]!)
-      return { answer: a.text, probability: Math.min(1, a.probability), evidence, features: { ...candidateFeatures(a.spans, a.words.length, holding.length), ...answerShape(item.question, a.text, titles) } }
+      const best = a.spans.reduce((x, y) => (y.local > x.local ? y : x))
+      const passage = item.passages[best.passage]!
+      return {
+        answer: a.text, probability: Math.min(1, a.probability), evidence, features: { ...candidateFeatures(a.spans, a.words.length, holding.length), ...answerShape(item.question, a.text, titles) },
+        window: { title: passage.title, text: wordsAround(passage.text, best.start - passage.title.length - 2, best.end - passage.title.length - 2, WINDOW_WORDS) },
+      }
     })
   }
 
@@ -323,6 +328,27 @@ export function answerShape(question: string, answer: string, titles: ReadonlySe
     inQuestion: own.length > 0 ? own.filter((w) => questionWords.has(w)).length / own.length : 0,
     titleMatch: titles.has(normalizeAnswer(answer)) ? 1 : 0,
   }
+}
+
+/** Words kept on each side of a candidate's span in the window the answer verifier reads. */
+export const WINDOW_WORDS = 30
+
+/**
+ * The words of `text` around the characters start..end (offsets into `text`; a span in the title
+ * before it gives negative ones, and the window then opens the text): `words` whole words on each
+ * side, so that the verifier reads a candidate in its sentence, not its whole passage.
+ */
+export function wordsAround(text: string, start: number, end: number, words: number): string {
+  const bounds = [...text.matchAll(/\S+/g)].map((m) => [m.index, m.index + m[0].length] as const)
+  if (bounds.length === 0) return ''
+  let first = bounds.findIndex(([, b]) => b > start)
+  if (first < 0) first = bounds.length - 1
+  let last = bounds.findIndex(([a]) => a >= end) - 1
+  if (last < 0 && end > 0) last = bounds.length - 1
+  last = Math.max(first, last)
+  const from = bounds[Math.max(0, first - words)]![0]
+  const to = bounds[Math.min(bounds.length - 1, last + words)]![1]
+  return text.slice(from, to)
 }
 
 /**

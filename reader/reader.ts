@@ -37,7 +37,7 @@ export interface ReaderSettings extends ExtractiveSettings {
 /** A reader's answers as the pipeline carries them: the probability as read is the confidence until
  * a decider calibrates it; the extractive reader's features go along for the verifier. */
 export function readAnswers(answers: readonly PredictedAnswer[]): ReadAnswer[] {
-  return answers.map((a) => ({ answer: a.answer, confidence: a.probability, evidence: a.evidence, ...(a.features ? { features: a.features } : {}) }))
+  return answers.map((a) => ({ answer: a.answer, confidence: a.probability, evidence: a.evidence, ...(a.features ? { features: a.features } : {}), ...(a.window ? { window: a.window } : {}) }))
 }
 
 export class Reader {

@@ -1,6 +1,7 @@
 // What every answer reader (SpanSeqGen, the extractive reader and its committee) takes and gives,
 // so that the readers and the pipeline's reader stage share one contract and none imports another.
 import type { RetrievedPassage } from '../core/retriever.js'
+import type { AnswerWindow } from '../core/stages.js'
 
 export interface ReadingQuestion {
   question: string
@@ -18,4 +19,6 @@ export interface PredictedAnswer {
   evidence: RetrievedPassage[]
   /** What the extractive reader scored of it besides the probability (its candidateFeatures), for the verifier. */
   features?: Record<string, number>
+  /** Where the extractive reader found it: the words around its best span in that passage, what the answer verifier reads. */
+  window?: AnswerWindow
 }

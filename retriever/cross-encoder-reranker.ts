@@ -7,7 +7,8 @@ import { Tokenizer } from '@huggingface/tokenizers'
 import ort from '../core/onnx-runtime.js'
 import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../core/errors.js'
 import type { Reranked, Reranker, Retrieved } from '../core/stages.js'
-import { createSession, defaultSessionOptions, type SessionOptions } from '../core/onnx-session.js'
+import { defaultSessionOptions, type SessionOptions } from '../core/onnx-session.js'
+import { WorkerSession } from '../core/worker-session.js'
 import type { RetrievedPassage } from '../core/retriever.js'
 
 export interface RerankerOptions extends Partial<SessionOptions> {
@@ -25,7 +26,7 @@ export class CrossEncoderReranker implements Reranker {
 
   private constructor(
     readonly dir: string,
-    private readonly session: ort.InferenceSession,
+    private readonly session: WorkerSession,
     private readonly tokenizer: Tokenizer,
     private readonly cls: number,
     private readonly sep: number,
@@ -40,7 +41,10 @@ export class CrossEncoderReranker implements Reranker {
     const cls = tokenizer.token_to_id('[CLS]')
     const sep = tokenizer.token_to_id('[SEP]')
     if (cls === undefined || sep === undefined) throw ERR_MODEL_INVALID(join(dir, 'tokenizer.json'), 'has no [CLS] or [SEP] token', 'The reranker must be a BERT-style cross-encoder')
-    const session = await createSession(file, { ...defaultSessionOptions, ...options })
+    // In a worker thread, as the extractive reader's: scoring 100 passages (or a set's candidates,
+    // as the answer verifier) would otherwise hold the server's event loop while it computes.
+    const { precision: _precision, maxTokens: _maxTokens, batchSize: _batchSize, ...sessionOptions } = options
+    const session = await WorkerSession.create(file, { ...defaultSessionOptions, ...sessionOptions })
     return new CrossEncoderReranker(dir, session, tokenizer, cls, sep, options.maxTokens ?? 256, options.batchSize ?? 16)
   }
 

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
-import { answerFeatures, answerSetDecider, CALIBRATION_FILE, loadCalibration, readingFeatures, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
+import { answerFeatures, answerSetDecider, CALIBRATION_FILE, loadCalibration, readingFeatures, verifierPair, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
 import type { RetrievedPassage } from '../core/retriever.js'
 import type { Read } from '../core/stages.js'
 
@@ -84,4 +84,32 @@ test('calibration.json: missing is AMBIGQA_ERR_MODEL_MISSING, malformed AMBIGQA_
   assert.throws(() => loadCalibration(dir), (e: { code?: string; message: string }) => e.code === 'AMBIGQA_ERR_MODEL_INVALID' && /answer is not a logistic model/.test(e.message))
   writeFileSync(join(dir, CALIBRATION_FILE), JSON.stringify(models()))
   assert.equal(loadCalibration(dir).questionOnly.encoder, 'e5-small-v2-int8')
+})
+
+test('the cross-encoder verifier: the reader\'s first candidates stacked on the answer model, the others left as they were', async () => {
+  const input = read([['x', 0.5, [passages[0]!]], ['y', 0.45, [passages[1]!]], ['z', 0.4, []]])
+  input.answers.forEach((a, i) => { a.window = { title: 'T', text: `words around ${a.answer}` }; if (i === 1) delete a.window })
+  // Stack: confidence = sigmoid(0·answer logit + 1·cross logit), over the first 2 candidates.
+  const stacked: CalibrationModels = { ...models(), verifier: { candidates: 2, stack: model(['answerLogit', 'verifierLogit'], [0, 1], 0) } }
+  const seen: { title: string; text: string }[][] = []
+  const verify = async (question: string, pairs: readonly { title: string; text: string }[]) => {
+    assert.equal(question, 'who won')
+    seen.push([...pairs])
+    return pairs.map(() => -4)
+  }
+  const out = await answerSetDecider(stacked, async () => new Float32Array([2, 7]), { minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }, verify).run(input)
+  // x is read (rank 0, a window); y has no window; z is past the first 2.
+  assert.deepEqual(seen, [[{ question: 'who won', title: 'x [SEP] T', text: 'words around x' }]])
+  assert.deepEqual(verifierPair('q', 'x', { title: 'T', text: 'w' }), { question: 'q', title: 'x [SEP] T', text: 'w' })
+  const confidence = Object.fromEntries(out.answers.map((a) => [a.answer, a.confidence]))
+  assert.ok(Math.abs(confidence.x! - 1 / (1 + Math.exp(4))) < 1e-9, 'x: the stack of its cross-encoder logit')
+  assert.ok(Math.abs(confidence.y! - 1 / (1 + Math.exp(-(10 * 0.9 - 5)))) < 1e-9, 'y: the answer model alone')
+  assert.deepEqual(out.answers.map((a) => a.answer), ['y', 'z', 'x'], 'x falls behind the candidates the verifier did not read')
+  assert.throws(() => answerSetDecider(stacked, async () => new Float32Array([0, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }),
+    (e: { code?: string }) => e.code === 'AMBIGQA_ERR_MODEL_MISSING', 'a stack without a verifier model is a coded error')
+  const dir = mkdtempSync(join(tmpdir(), 'calibration-'))
+  writeFileSync(join(dir, CALIBRATION_FILE), JSON.stringify({ ...stacked, verifier: { candidates: 2, stack: model(['answerLogit'], [1], 0) } }))
+  assert.throws(() => loadCalibration(dir), (e: { code?: string; message: string }) => e.code === 'AMBIGQA_ERR_MODEL_INVALID' && /verifier/.test(e.message))
+  writeFileSync(join(dir, CALIBRATION_FILE), JSON.stringify(stacked))
+  assert.equal(loadCalibration(dir).verifier!.candidates, 2)
 })

@@ -1,7 +1,7 @@
 // The package answers with its default configuration: every file of every model folder that
 // configuration loads is in what `npm pack` would publish. The folders are read from the
 // configuration's defaults (the answer reader its reader.kind names, the QD model, the
-// calibration and the encoder its question-only model was fit on, the dense retriever's encoder,
+// calibration, the encoder its question-only model was fit on and the verifier it stacks, the dense retriever's encoder,
 // a reranker when one is set), so a new default model cannot be forgotten in package.json `files`.
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
@@ -23,8 +23,9 @@ function defaultModelFolders(): { why: string; dir: string }[] {
   ]
   if (reader.calibration !== '') {
     folders.push({ why: 'reader.calibration', dir: reader.calibration })
-    const calibration = JSON.parse(readFileSync(join(reader.calibration, CALIBRATION_FILE), 'utf8')) as { questionOnly: { encoder: string } }
+    const calibration = JSON.parse(readFileSync(join(reader.calibration, CALIBRATION_FILE), 'utf8')) as { questionOnly: { encoder: string }; verifier?: unknown }
     folders.push({ why: 'the calibration\'s question encoder', dir: join(dense.modelsDir, calibration.questionOnly.encoder) })
+    if (calibration.verifier) folders.push({ why: 'reader.verifier (the calibration stacks it)', dir: reader.verifier })
   }
   const retrievers: readonly BaseRetrieverKind[] = defaults.retriever === 'hybrid' ? hybrid.retrievers : [defaults.retriever]
   if (retrievers.some((r) => r === 'dense' || r === 'dense-es')) folders.push({ why: 'dense.model', dir: join(dense.modelsDir, dense.model) })

@@ -1,4 +1,4 @@
-// The extractive reader's model runs in a worker thread (reader/worker-session.ts) so that
+// The extractive reader's model runs in a worker thread (core/worker-session.ts) so that
 // onnxruntime's synchronous run does not hold the server's event loop. Against the shipped int8
 // reader: the same logits as a session on the main thread, a release that waits for the runs in
 // flight, and runs after it that fail with a code instead of waiting forever.
@@ -9,7 +9,7 @@ import { test } from 'node:test'
 import ort from '../core/onnx-runtime.js'
 import { createSession, defaultSessionOptions } from '../core/onnx-session.js'
 import { DEFAULT_READER_DIR } from '../core/paths.js'
-import { WorkerSession } from '../reader/worker-session.js'
+import { WorkerSession } from '../core/worker-session.js'
 import { prerequisite } from './helpers/prerequisite.js'
 
 const model = join(DEFAULT_READER_DIR, 'extractive', 'model_quantized.onnx')

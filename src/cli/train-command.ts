@@ -126,9 +126,10 @@ export function registerTrainCommands(program: Command): void {
     .option('--store <dir>', 'the store holding the tuning sets\' passages (`ambigqa bench corpus --asqa-knowledge`)', EVAL_ASQA_STORE)
     .option('--reads <list>', 'passage counts to write candidates for', '5,10,20')
     .option('--max-candidates <n>', 'candidates kept per question', parseNumber('--max-candidates'), 20)
+    .option('--verify-top <n>', 'candidates per question written as answer-verifier pairs (verifier-pairs.jsonl)', parseNumber('--verify-top'), 10)
     .option('--encoder <name>', 'the question-only model\'s sentence encoder (models/encoders)', 'e5-small-v2-int8')
     .option('--out <dir>', 'output folder', 'data/train')
-    .action(async (o: { data: string; tuneIds: string; tuneDevIds: string; store: string; reads: string; maxCandidates: number; encoder: string; out: string }, command: Command) => {
+    .action(async (o: { data: string; tuneIds: string; tuneDevIds: string; store: string; reads: string; maxCandidates: number; verifyTop: number; encoder: string; out: string }, command: Command) => {
       const reads = o.reads.split(',').map(Number)
       if (reads.some((n) => !Number.isInteger(n) || n < 1 || n > 100)) throw ERR_USAGE(`--reads ${o.reads} is not a list of passage counts`, 'Give whole numbers from 1 to 100, comma-separated: --reads 5,10,20')
       const ctx = contextFor(command, { store: o.store })
@@ -139,13 +140,23 @@ export function registerTrainCommands(program: Command): void {
       const encoder = await DenseEncoder.load(o.encoder, ctx.config.dense.modelsDir, ctx.config.dense.threads)
       try {
         const tuneSets = [{ name: 'reader-tune', ids: o.tuneIds, reference: 'train' as const }, { name: 'asqa-tune', ids: o.tuneDevIds, reference: 'dev' as const }]
-        const result = await writeCalibrationData({ shared: o.data, tuneSets, out: o.out, retriever, reader, encoder, reads, retrieve: r.retrieve, log: ctx.log })
+        const result = await writeCalibrationData({ shared: o.data, tuneSets, out: o.out, retriever, reader, encoder, reads, verifyTop: o.verifyTop, retrieve: r.retrieve, log: ctx.log })
         ctx.out(`${o.out}/calibration-tune.jsonl: ${result.tune} tuning questions read at ${reads.join(', ')} passages; ${o.out}/ambiguity-questions.jsonl: ${result.questions} questions embedded (${o.encoder})`)
       } finally {
         await encoder.close()
         await reader.close()
         await retriever.close()
       }
+    })
+  train
+    .command('verifier')
+    .description('train the answer verifier, a cross-encoder over each candidate and the words around it, fold by fold on `train calibration-data`\'s verifier-pairs.jsonl (train/configs/verifier.json): out-of-fold logits for `train calibration`, and the served int8 model')
+    .option('--config <file>', 'verifier config file', 'train/configs/verifier.json')
+    .option('--seed <n>', 'seed', '0')
+    .option('--device <device>', DEVICE_HELP)
+    .action((_o: unknown, command: Command) => {
+      const o = command.optsWithGlobals<{ config?: string; seed: string; device?: string }>()
+      exitWith(runPython('train_verifier', ['--config', o.config ?? 'train/configs/verifier.json', '--seed', o.seed, ...deviceArgs(o.device)]))
     })
   train
     .command('calibration')

@@ -4,7 +4,7 @@ import { openRetriever } from '../../retriever/open-retriever.js'
 import { Reader } from '../../reader/reader.js'
 import { CrossEncoderReranker } from '../../retriever/cross-encoder-reranker.js'
 import { DenseEncoder } from '../../retriever/dense-encoder.js'
-import { answerSetDecider, loadCalibration } from '../../reader/answer-set-decider.js'
+import { answerSetDecider, loadCalibration, VERIFIER_TOKENS } from '../../reader/answer-set-decider.js'
 import type { Read, Stage } from '../../core/stages.js'
 import type { Config } from '../../core/config.js'
 import { AmbigqaError } from '../../core/errors.js'
@@ -30,7 +30,7 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
   try {
     // With a calibration the reader recalls candidates and the decider verifies them and decides.
     const reader = await Reader.open(config.reader.calibration === '' ? config.reader : { ...config.reader, keep: 0, maxAnswers: config.reader.candidates }, logger)
-    let decided: { decider: Stage<Read, Read>; encoder: DenseEncoder } | undefined
+    let decided: Awaited<ReturnType<typeof openDecider>>
     try {
       decided = await openDecider(config, logger)
     } catch (error) {
@@ -40,7 +40,7 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
     return new Pipeline({
       ...retrievers, ...(reranker ? { reranker } : {}), read: config.reader.read, retrieve: config.reader.retrieve, reader: reader.readStage, disambiguator: reader.disambiguateStage,
       ...(decided ? { decider: decided.decider } : {}),
-      close: async () => { await reader.close(); await decided?.encoder.close(); await closeReranker() },
+      close: async () => { await reader.close(); await decided?.close(); await closeReranker() },
     })
   } catch (error) {
     if (!(error instanceof AmbigqaError)) {
@@ -56,7 +56,7 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
 /** The answer-set decider of config reader.calibration ('' for none), with the sentence encoder its
  * question-only model was fit on (from the dense retriever's models folder). A calibration fit on
  * another reader's probabilities is not applied: they mean something else. */
-export async function openDecider(config: Config, logger: Logger = silentLogger): Promise<{ decider: Stage<Read, Read>; encoder: DenseEncoder } | undefined> {
+export async function openDecider(config: Config, logger: Logger = silentLogger): Promise<{ decider: Stage<Read, Read>; close: () => Promise<void> } | undefined> {
   if (config.reader.calibration === '') return undefined
   const models = loadCalibration(config.reader.calibration)
   if (models.reader !== config.reader.kind) {
@@ -65,5 +65,15 @@ export async function openDecider(config: Config, logger: Logger = silentLogger)
   }
   const encoder = await DenseEncoder.load(models.questionOnly.encoder, config.dense.modelsDir, config.dense.threads)
   const embed = async (question: string) => (await encoder.encode([question], 'query'))[0]!
-  return { decider: answerSetDecider(models, embed, { minConfidence: config.reader.minConfidence, oneAnswerWhenUnambiguous: config.reader.oneAnswerWhenUnambiguous, maxAnswers: config.reader.maxAnswers }), encoder }
+  // The cross-encoder verifier reads each candidate in its words (reader/answer-set-decider.ts VerifierPair).
+  let verifier: CrossEncoderReranker | undefined
+  try {
+    if (models.verifier) verifier = await CrossEncoderReranker.load(config.reader.verifier, { precision: config.reader.precision, device: config.reader.device, threads: config.reader.threads, maxTokens: VERIFIER_TOKENS })
+  } catch (error) {
+    await encoder.close()
+    throw error
+  }
+  const verify = verifier ? (question: string, pairs: readonly { title: string; text: string }[], signal?: AbortSignal) => verifier.score(question, pairs.map((p) => ({ id: '', score: 0, ...p })), signal) : undefined
+  const decider = answerSetDecider(models, embed, { minConfidence: config.reader.minConfidence, oneAnswerWhenUnambiguous: config.reader.oneAnswerWhenUnambiguous, maxAnswers: config.reader.maxAnswers }, verify)
+  return { decider, close: async () => { await encoder.close(); await verifier?.close() } }
 }

@@ -8,11 +8,14 @@
 //   fit can score F1 answer exactly) and the question's embedding;
 // - ambiguity-questions.jsonl: questions with a single/multi label and their embedding for the
 //   question-only model: AmbigNQ train outside the tuning split (fit), AmbigNQ dev (measured;
-//   `eval300` marks eval-300's), and AmbiEnt premise + hypothesis (measured: does it transfer?).
+//   `eval300` marks eval-300's), and AmbiEnt premise + hypothesis (measured: does it transfer?);
+// - verifier-pairs.jsonl: at the most passages read, each question's first `verifyTop` candidates
+//   as the answer verifier reads them (verifierPair) with their label: what `train verifier` trains
+//   the cross-encoder on, fold by fold (its `set`).
 import { createWriteStream, mkdirSync, readFileSync, renameSync } from 'node:fs'
 import { once } from 'node:events'
 import { join } from 'node:path'
-import { answerFeatures, readingFeatures } from '../../reader/answer-set-decider.js'
+import { answerFeatures, readingFeatures, verifierPair } from '../../reader/answer-set-decider.js'
 import type { DenseEncoder } from '../../retriever/dense-encoder.js'
 import type { Logger } from '../../core/log.js'
 import { normalizeAnswer } from '../../core/normalize-answer.js'
@@ -62,6 +65,8 @@ export interface CalibrationDataOptions {
   encoder: DenseEncoder
   /** Passages read: each question's top max(reads) are read once, and its candidates written for each n. */
   reads: number[]
+  /** Candidates per question written as verifier pairs (the reader's first ones, as the decider verifies them). */
+  verifyTop: number
   retrieve: number
   log: Logger
 }
@@ -79,6 +84,7 @@ export async function writeCalibrationData(o: CalibrationDataOptions): Promise<{
   // A fresh checkout has no data/train yet (data build makes it, and is not needed for this).
   mkdirSync(o.out, { recursive: true })
   const tuneOut = new JsonLines(join(o.out, 'calibration-tune.jsonl'))
+  const pairsOut = new JsonLines(join(o.out, 'verifier-pairs.jsonl'))
   const most = Math.max(...o.reads)
   let read = 0
   for (const set of o.tuneSets) {
@@ -103,11 +109,17 @@ export async function writeCalibrationData(o: CalibrationDataOptions): Promise<{
           answers: input.answers.map((a, j) => ({ answer: normalizeAnswer(a.answer), correct: aliases.has(normalizeAnswer(a.answer)), features: { ...a.features, ...features[j] } })),
           reading: readingFeatures(input, 0), embedding: rounded(embeddings[i]!),
         })
+        if (n !== most) continue
+        for (const [rank, a] of input.answers.slice(0, o.verifyTop).entries()) {
+          if (!a.window) continue
+          await pairsOut.write({ id: record.id, set: set.name, read: n, rank, answer: normalizeAnswer(a.answer), ...verifierPair(record.question, a.answer, a.window), label: aliases.has(normalizeAnswer(a.answer)) ? 1 : 0 })
+        }
       }
       if (++read % 50 === 0) o.log.info({ set: set.name, done: i + 1, of: records.length }, 'calibration data: tuning questions read')
     }
   }
   await tuneOut.close()
+  await pairsOut.close()
 
   const dev = references.dev
   const ambient = ['dev', 'test'].flatMap((split) => readFileSync(join(o.shared, `ambient/${split}.jsonl`), 'utf8').split('\n').filter((l) => l.trim()).map((l) => {

@@ -141,7 +141,31 @@ def per_question(rows: list[dict[str, Any]], values: np.ndarray) -> list[np.ndar
     return out
 
 
-def fit_reading(tune: list[dict[str, Any]], q_logit: np.ndarray, cfg: dict[str, Any], seed: int) -> dict[str, Any]:
+def stack_verifier(tune: list[dict[str, Any]], oof_a: np.ndarray, ya: np.ndarray, groups: np.ndarray, cross: dict[tuple[str, int], float],
+                   cfg: dict[str, Any], seed: int) -> dict[str, Any] | None:
+    """The cross-encoder verifier stacked on the answer model (answer-set-decider.ts): for the
+    reader's first `candidates` answers that have an out-of-fold cross-encoder logit, a logistic
+    model over (the answer model's out-of-fold logit, the cross-encoder's); the other answers keep
+    the answer model's confidence. Its out-of-fold confidences replace the answer model's."""
+    k = cfg["verifier"]["candidates"]
+    # Answers are in the reader's order, so an answer's index is its rank (verifier-pairs' `rank`).
+    flat = [(r["id"], j) for r in tune for j in range(len(r["answers"]))]
+    rows = np.array([i for i, key in enumerate(flat) if key[1] < k and key in cross], dtype=int)
+    if len(rows) == 0:
+        return None
+    p = np.clip(oof_a[rows], 1e-6, 1 - 1e-6)
+    xs = np.stack([np.log(p / (1 - p)), np.array([cross[flat[i]] for i in rows])], 1)
+    c_s, oof_s = choose_c(xs, ya[rows], cfg["Cs"], cfg["folds"], seed, groups[rows])
+    s_json, _, _ = fit(xs, ya[rows], c_s, ["answerLogit", "verifierLogit"])
+    out = oof_a.copy()
+    out[rows] = oof_s
+    return {"stack": s_json, "oof": out, "candidates_read": int(len(rows)), "cross_encoder_auroc": float(roc_auc_score(ya[rows], xs[:, 1])),
+            "answer_model_auroc_on_them": float(roc_auc_score(ya[rows], xs[:, 0])), "stacked_auroc_on_them": float(roc_auc_score(ya[rows], oof_s)),
+            "stacked_auroc": float(roc_auc_score(ya, out))}
+
+
+def fit_reading(tune: list[dict[str, Any]], q_logit: np.ndarray, cfg: dict[str, Any], seed: int,
+                cross: dict[tuple[str, int], float] | None = None) -> dict[str, Any]:
     """The verifier, the detector and the set rule for the rows of one passage count."""
     cs, folds = cfg["Cs"], cfg["folds"]
     features = cfg.get("answer_features", ANSWER_FEATURES)
@@ -151,12 +175,16 @@ def fit_reading(tune: list[dict[str, Any]], q_logit: np.ndarray, cfg: dict[str, 
     raw = np.minimum(np.exp(xa[:, features.index("logProbability")]), 1)
     c_a, oof_a = choose_c(xa, ya, cs, folds, seed, groups)
     a_json, _, _ = fit(xa, ya, c_a, features)
+    stacked = stack_verifier(tune, oof_a, ya, groups, cross, cfg, seed) if cross else None
+    if stacked:
+        oof_a = stacked.pop("oof")
     conf = per_question(tune, oof_a)
     verifier = {
         "C": c_a, "candidates": len(ya), "correct_share": float(ya.mean()), "cross_validated_auroc": float(roc_auc_score(ya, oof_a)),
         "raw_probability_auroc": float(roc_auc_score(ya, raw)),
         "raw": {"ece": ece(raw, ya), "brier": float(np.mean((raw - ya) ** 2))},
         "cross_validated": {"ece": ece(oof_a, ya), "brier": float(np.mean((oof_a - ya) ** 2))},
+        **({"cross_encoder": {k: v for k, v in stacked.items() if k != "stack"}} if stacked else {}),
     }
 
     # Ambiguity over the verified set. A tuning set of one class cannot teach what reading adds, so
@@ -190,7 +218,17 @@ def fit_reading(tune: list[dict[str, Any]], q_logit: np.ndarray, cfg: dict[str, 
     enough = [g for g in grid if g["answers_per_multi"] >= cfg.get("min_answers_per_multi", 0)] or grid
     chosen = max(enough, key=lambda g: (round(g["f1"]["all"], 3), g["minConfidence"], -g["maxAnswers"]))
     reader_alone = f1_answer(tune, [[a["answer"] for a in r["answers"]][:1] for r in tune])
-    return {"answer": a_json, "ambiguity_model": m_json, "verifier": verifier, "ambiguity": ambiguity, "grid": grid, "chosen": chosen, "best_candidate_alone": reader_alone}
+    return {"answer": a_json, **({"verifier_model": {"candidates": cfg["verifier"]["candidates"], "stack": stacked["stack"]}} if stacked else {}), "ambiguity_model": m_json, "verifier": verifier, "ambiguity": ambiguity, "grid": grid, "chosen": chosen, "best_candidate_alone": reader_alone}
+
+
+def cross_logits(cfg: dict[str, Any], read: int) -> dict[tuple[str, int], float] | None:
+    """The verifier's out-of-fold logits (train_verifier's oof_out) at this passage count, by (question, rank)."""
+    if "verifier" not in cfg:
+        return None
+    path = Path(cfg["verifier"]["oof_file"])
+    if not path.exists():
+        raise SystemExit(f"fit_calibration: {path} not found: train the verifier first (ambigqa train verifier), or drop `verifier` from the config")
+    return {(o["id"], int(o["rank"])): float(o["logit"]) for o in read_jsonl(path) if int(o["read"]) == read} or None
 
 
 def run(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
@@ -223,19 +261,20 @@ def run(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     for n in sorted({int(r.get("read", 0)) for r in tune_all}):
         tune = [r for r in tune_all if int(r.get("read", 0)) == n]
         q_logit = q_model.decision_function(q_std(np.array([r["embedding"] for r in tune], dtype=np.float64)))
-        by_read[n] = fit_reading(tune, q_logit, cfg, seed)
+        by_read[n] = fit_reading(tune, q_logit, cfg, seed, cross_logits(cfg, n))
     read, fitted = None, None
     for n, f in by_read.items():
         if fitted is None or f["chosen"]["f1"]["all"] > fitted["chosen"]["f1"]["all"] + cfg.get("tolerance", 0.003):
             read, fitted = n, f
     assert fitted is not None
-    metrics["by_read"] = {str(n): {k: v for k, v in f.items() if k not in ("answer", "ambiguity_model")} for n, f in by_read.items()}
+    metrics["by_read"] = {str(n): {k: v for k, v in f.items() if k not in ("answer", "ambiguity_model", "verifier_model")} for n, f in by_read.items()}
     metrics["chosen"] = {"read": read, **fitted["chosen"]}
 
     out = Path(cfg["out"])
     out.mkdir(parents=True, exist_ok=True)
     chosen = fitted["chosen"]
-    model = {"reader": cfg["reader"], "answer": fitted["answer"], "questionOnly": q_json, "ambiguity": fitted["ambiguity_model"],
+    model = {"reader": cfg["reader"], "answer": fitted["answer"], **({"verifier": fitted["verifier_model"]} if "verifier_model" in fitted else {}),
+             "questionOnly": q_json, "ambiguity": fitted["ambiguity_model"],
              "minConfidence": chosen["minConfidence"], "maxAnswers": chosen["maxAnswers"], "detector": chosen["detector"],
              **({"read": read} if read else {}), "candidates": cfg.get("candidates", 20),
              "fit": {"seed": seed, "tune_file": cfg["tune_file"], "questions_file": cfg["questions_file"]}}

@@ -2,7 +2,9 @@
 
 `python -m ambigqa_train.train_reranker --config train/configs/reranker-tiny.json --seed 0`
 Config keys: out, train_file, limit, max_len, batch_size, lr, warmup, steps, log_every, save_every,
-device (cpu, cuda or auto, default cpu; --device overrides it: on CUDA fp32 with TF32 matmuls).
+device (cpu, cuda or auto, default cpu; --device overrides it: on CUDA fp32 with TF32 matmuls);
+optional: warm_start ("minilm", or "extractive:<folder>": the shipped extractive reader), sets (only
+rows whose `set` is one of them), pos_weight (weight of a positive pair in the loss).
 
 Two kinds of train_file:
 - pairs (reranker-train.jsonl: question, title, text, label): binary cross-entropy per pair;
@@ -21,7 +23,7 @@ import torch
 from transformers import BertForSequenceClassification, PreTrainedTokenizerFast
 
 from .common import add_device_argument, device_of, load_config, read_jsonl, run_steps, setup, to_device
-from .warm_start import build_cross_encoder
+from .warm_start import build_cross_encoder, cross_encoder_from_extractive
 
 
 def as_pairs(group: dict[str, Any], negatives: int | None) -> list[dict[str, Any]]:
@@ -41,7 +43,14 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     setup(seed)
     ckpt = Path(cfg["out"]) / f"seed-{seed}" / "checkpoint"
     rows = read_jsonl(Path(cfg["train_file"]), cfg.get("limit"))
-    model, tok = build_cross_encoder(seed)
+    # Pairs of some folds only (verifier pairs carry their tuning set; train_verifier trains fold by fold).
+    if "sets" in cfg:
+        rows = [r for r in rows if r.get("set") in cfg["sets"]]
+    if not rows:
+        raise SystemExit(f"train: {cfg['train_file']} holds no training rows{' of ' + ', '.join(cfg['sets']) if 'sets' in cfg else ''}")
+    # warm_start: MiniLM (the default), or "extractive:<folder>", the shipped reader (the answer verifier's).
+    warm = str(cfg.get("warm_start", "minilm"))
+    model, tok = cross_encoder_from_extractive(Path(warm.split(":", 1)[1])) if warm.startswith("extractive:") else build_cross_encoder(seed)
     state: dict[str, Any] = {"step": 0}
     if (ckpt / "state.pt").exists():
         model = BertForSequenceClassification.from_pretrained(str(ckpt))
@@ -52,7 +61,7 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     if "optimizer" in state:
         opt.load_state_dict(state["optimizer"])
     model.train()
-    lossf = torch.nn.BCEWithLogitsLoss()
+    lossf = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor(float(cfg.get("pos_weight", 1.0)), device=device))
     grouped = bool(rows) and "positive" in rows[0]
 
     def loss_of(batch: list[dict[str, Any]]) -> torch.Tensor:

@@ -183,3 +183,28 @@ def load_cross_encoder_tokenizer() -> PreTrainedTokenizerFast:
         pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
         mask_token="[MASK]", model_max_length=512,
     )
+
+
+def cross_encoder_from_extractive(folder: Path) -> tuple[BertForSequenceClassification, PreTrainedTokenizerFast]:
+    """The answer verifier's warm start: the shipped extractive reader (its int8 ONNX dequantised
+    exactly) as a one-logit cross-encoder. The reader already scores a (question, passage) pair on
+    its [CLS] state with its selection head; the classifier starts as that head, read through a
+    pooler that starts as tanh of the [CLS] state (identity weights), so the first logits are the
+    reader's own passage scores, squashed."""
+    from .extractive import from_quantized_onnx
+
+    reader, tok = from_quantized_onnx(folder)
+    config = reader.config
+    config.num_labels = 1
+    model = BertForSequenceClassification(config)
+    missing, unexpected = model.bert.load_state_dict(reader.bert.state_dict(), strict=False)
+    if [m for m in missing if not m.startswith("pooler.")] or unexpected:
+        raise ValueError(f"{folder}: reader weights do not fit a BERT cross-encoder ({missing}, {unexpected})")
+    with torch.no_grad():
+        model.bert.pooler.dense.weight.copy_(torch.eye(config.hidden_size))
+        model.bert.pooler.dense.bias.zero_()
+        model.classifier.weight.copy_(reader.qa_classifier.weight)
+        model.classifier.bias.copy_(reader.qa_classifier.bias)
+    # transformers 5 drops token types unless the tokenizer asks for them; the reader was trained with them.
+    tok.model_input_names = ["input_ids", "token_type_ids", "attention_mask"]
+    return model, tok

@@ -597,8 +597,13 @@ def cross_encoder_fixture(out: Path, examples: list[Example], seed: int) -> dict
         tok.save_pretrained(td)
         export_onnx.export_cross_encoder(Path(td), out)
     pairs = []
-    for e in examples[:6]:
+    for i, e in enumerate(examples[:8]):
         title, text = e.title, (e.text if len(pairs) % 2 == 0 else " ".join([e.text] * 4))
+        if i >= 6:
+            # An answer verifier's pair (reader/answer-set-decider.ts verifierPair): the candidate,
+            # a literal "[SEP]" that both tokenizers read as the separator, then the title.
+            title = f"{' '.join(e.text.split()[:2])} [SEP] {title}"
+
         enc = tok(e.question, f"{title}: {text}", max_length=CROSS_ENCODER_MAX_LEN, truncation="only_second", return_tensors="pt")
         with torch.no_grad():
             logit = float(model(**enc).logits[0, 0])

@@ -5,6 +5,7 @@ import random
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from ambigqa_train import fit_calibration as fc
 
@@ -23,7 +24,9 @@ def test_ece_weighs_bins_by_count() -> None:
     assert fc.ece(np.array([1.0, 0.0]), np.array([1.0, 0.0])) == 0.0
 
 
-def test_fit_writes_three_logistic_models_and_a_set_rule(tmp_path: Path) -> None:
+def synthetic(tmp_path: Path) -> tuple[dict, list[dict]]:
+    """Questions and tuning rows at 5 and 10 passages where only the candidates' own passages tell
+    the right answers (a multi question's second answer ranks third), and the fit's config."""
     rng = random.Random(0)
     emb = lambda label: [rng.gauss(1.0 if label else -1.0, 1.0) for _ in range(4)]  # noqa: E731
     questions = [{"id": f"t{i}", "source": "ambignq-train", "eval300": False, "label": i % 2 == 0, "embedding": emb(i % 2 == 0)} for i in range(80)]
@@ -51,8 +54,14 @@ def test_fit_writes_three_logistic_models_and_a_set_rule(tmp_path: Path) -> None
         (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
     cfg = {"questions_file": str(tmp_path / "q.jsonl"), "tune_file": str(tmp_path / "t.jsonl"), "encoder": "e5-small-v2-int8", "reader": "extractive",
            "out": str(tmp_path / "out"), "metrics_out": str(tmp_path / "metrics.json"), "Cs": [0.1, 1], "folds": 3, "thresholds": [0.3, 0.5], "max_answers": [1, 3]}
+    return cfg, tune
+
+
+def test_fit_writes_three_logistic_models_and_a_set_rule(tmp_path: Path) -> None:
+    cfg, tune = synthetic(tmp_path)
     metrics = fc.run(cfg, 0)
     model = json.loads((tmp_path / "out" / "calibration.json").read_text())
+    assert "verifier" not in model, "no cross-encoder logits: no stack"
     for key, n in (("answer", len(fc.ANSWER_FEATURES)), ("questionOnly", 4), ("ambiguity", len(fc.READING_FEATURES))):
         assert len(model[key]["weights"]) == len(model[key]["mean"]) == len(model[key]["scale"]) == len(model[key]["features"]) == n
     assert model["questionOnly"]["encoder"] == "e5-small-v2-int8"
@@ -82,3 +91,31 @@ def test_set_features_match_the_deciders() -> None:
     assert abs(f["verifiedSum"] - 1.9) < 1e-12
     # Three reach 0.25, from two passages.
     assert (f["verifiedCount"], f["verifiedPassages"]) == (3.0, 2.0)
+
+
+def test_the_cross_encoders_out_of_fold_logits_are_stacked_on_the_answer_model(tmp_path: Path) -> None:
+    cfg, tune = synthetic(tmp_path)
+    # The cross-encoder read the first 3 candidates at 10 passages; its logit knows the right ones.
+    oof = [{"id": r["id"], "read": 10, "rank": k, "answer": a["answer"], "logit": 3.0 if a["correct"] else -3.0}
+           for r in tune if r["read"] == 10 for k, a in enumerate(r["answers"][:3])]
+    (tmp_path / "oof.jsonl").write_text("".join(json.dumps(o) + "\n" for o in oof))
+    cfg = {**cfg, "verifier": {"oof_file": str(tmp_path / "oof.jsonl"), "candidates": 2}}
+    metrics = fc.run(cfg, 0)
+    stacked = metrics["by_read"]["10"]["verifier"]["cross_encoder"]
+    assert stacked["candidates_read"] == 60 * 2, "the first `candidates` of each question"
+    assert stacked["cross_encoder_auroc"] == 1.0 and stacked["stacked_auroc_on_them"] >= stacked["answer_model_auroc_on_them"]
+    assert "cross_encoder" not in metrics["by_read"]["5"]["verifier"], "no logits at 5 passages: no stack there"
+    # Equal F1 at both counts: 5 is read, and its calibration has no stack; at 10 alone it has one.
+    model = json.loads((tmp_path / "out" / "calibration.json").read_text())
+    assert model["read"] == 5 and "verifier" not in model
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in tune if r["read"] == 10))
+    fc.run(cfg, 0)
+    model = json.loads((tmp_path / "out" / "calibration.json").read_text())
+    assert model["verifier"]["candidates"] == 2 and model["verifier"]["stack"]["features"] == ["answerLogit", "verifierLogit"]
+    assert len(model["verifier"]["stack"]["weights"]) == 2
+
+
+def test_a_missing_oof_file_names_the_command(tmp_path: Path) -> None:
+    cfg, _ = synthetic(tmp_path)
+    with pytest.raises(SystemExit, match="train verifier"):
+        fc.run({**cfg, "verifier": {"oof_file": str(tmp_path / "none.jsonl"), "candidates": 2}}, 0)

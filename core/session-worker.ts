@@ -3,9 +3,9 @@
 // onnxruntime-node runs a session synchronously on the thread that calls it, so here it blocks
 // only this worker, never the server's event loop.
 import { parentPort, workerData } from 'node:worker_threads'
-import ort from '../core/onnx-runtime.js'
-import type { Logger } from '../core/log.js'
-import { createSession, type SessionOptions } from '../core/onnx-session.js'
+import ort from './onnx-runtime.js'
+import type { Logger } from './log.js'
+import { createSession, type SessionOptions } from './onnx-session.js'
 import type { FromWorker, ToWorker, WireTensor } from './worker-session.js'
 
 const { path, options } = workerData as { path: string; options: Omit<SessionOptions, 'logger'> }

@@ -4,10 +4,10 @@
 // worker the model computes while the main thread keeps serving; tensors cross as transferred
 // buffers (a copy of the outputs, no copy of the inputs).
 import { Worker } from 'node:worker_threads'
-import ort from '../core/onnx-runtime.js'
-import { ERR_INTERNAL } from '../core/errors.js'
-import { silentLogger, type Logger } from '../core/log.js'
-import type { SessionOptions } from '../core/onnx-session.js'
+import ort from './onnx-runtime.js'
+import { ERR_INTERNAL } from './errors.js'
+import { silentLogger, type Logger } from './log.js'
+import type { SessionOptions } from './onnx-session.js'
 
 type TypedArray = Float32Array | BigInt64Array | Int32Array | Uint8Array | Int8Array | Float64Array
 export interface WireTensor { type: string; data: TypedArray; dims: number[] }
