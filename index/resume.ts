@@ -42,15 +42,20 @@ export function buildSource(spec: SourceSpec): BuildSource {
 
 /**
  * Where to read the source from, given what the build kept of it (`target` names the store or
- * index, for the error): undefined when it is already done, AMBIGQA_ERR_SOURCE_CHANGED when the
- * file changed since, else the point after its last committed batch (the start for a new one).
+ * index, for the error): undefined when it is already done (a file changed since is said, not
+ * read again: the finished store stays as built), AMBIGQA_ERR_SOURCE_CHANGED when the file changed
+ * under an unfinished build (the rest of it cannot follow what was read), else the point after its
+ * last committed batch (the start for a new one).
  */
 export function resumePoint(source: BuildSource, kept: KeptPosition | undefined, target: string, log: Logger): ResumePoint | undefined {
-  if (kept && kept.fingerprint !== source.fingerprint) throw ERR_SOURCE_CHANGED(source.path, target)
+  const changed = kept !== undefined && kept.fingerprint !== source.fingerprint
   if (kept?.done) {
-    log.info({ source: source.path }, 'source already indexed, skipping')
+    // A copy of the same data (a re-provisioned folder) has a new mtime: a finished store stays usable.
+    if (changed) log.warn({ source: source.path, target }, 'source changed since it was indexed; the store keeps what it read then (delete the store and build again to read it anew)')
+    else log.info({ source: source.path }, 'source already indexed, skipping')
     return undefined
   }
+  if (changed) throw ERR_SOURCE_CHANGED(source.path, target)
   if (!kept) return { records: 0 }
   const from: ResumePoint = { records: kept.records, ...(kept.byteOffset != null ? { byteOffset: kept.byteOffset } : {}), ...(kept.line != null ? { line: kept.line } : {}) }
   if (from.records > 0) log.info({ source: source.path, records: from.records }, 'resuming an interrupted build')

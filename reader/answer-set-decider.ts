@@ -4,7 +4,9 @@
 // model over what the reader scored of it (its merged probability, and how strongly its own best
 // passage answers with it whatever share of the joint probability that passage got: the
 // extractive reader's candidateFeatures) gives a calibrated probability that it is a correct
-// answer. The set is every candidate at or over minConfidence (the best one always), and
+// answer; where calibration.json stacks a cross-encoder verifier, the reader's first candidates
+// are also read by it (the question, the candidate and the words around its span) and their
+// probability is a logistic model over both logits. The set is every candidate at or over minConfidence (the best one always), and
 // P(the question has more than one answer) comes from the question's sentence embedding and the
 // verified set (how many candidates verify, how their scores and passages spread); a question
 // judged unambiguous keeps its best answer alone.

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
@@ -37,6 +37,28 @@ test('building twice adds nothing the second time', { skip: dprTsv.skip }, async
   assert.equal(before.state, 'ready')
   assert.equal(before.segments, 3)
   assert.match(before.checksum, /^[0-9a-f]{64}$/)
+})
+
+test('a source changed after its build finished is said and kept; under an unfinished build it is AMBIGQA_ERR_SOURCE_CHANGED', async () => {
+  const dir = tmp()
+  const path = join(dir, 'small.tsv')
+  writeFileSync(path, 'id\ttext\ttitle\n1\tthe Giants won\tGiants\n2\tthe Athletics won\tAthletics\n')
+  const store = join(dir, 'store')
+  assert.equal((await buildIndex(options(store, path))).added, 2)
+  // The same bytes copied in again (a re-provisioned data folder): a new mtime.
+  utimesSync(path, new Date(), new Date(Date.now() + 60_000))
+  const warnings: string[] = []
+  const log = { ...silentLogger, warn: (_fields: unknown, message: string) => { warnings.push(message) } }
+  assert.equal((await buildIndex(options(store, path, { log: log as typeof silentLogger }))).added, 0)
+  assert.equal(warnings.length, 1)
+  assert.match(warnings[0]!, /source changed since it was indexed/)
+  assert.equal(stats(store).passages, 2)
+  // The same change under an unfinished build cannot resume.
+  const db = new Database(join(store, 'passages.sqlite'))
+  db.prepare('UPDATE sources SET done = 0').run()
+  db.close()
+  utimesSync(path, new Date(), new Date(Date.now() + 120_000))
+  await assert.rejects(buildIndex(options(store, path)), (e: { code?: string }) => e.code === 'AMBIGQA_ERR_SOURCE_CHANGED')
 })
 
 /** A real TSV five times the sample (ids suffixed), so a build lasts long enough to be killed. */
