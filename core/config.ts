@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path'
 import { z } from 'zod'
 import { ERR_CONFIG_FILE, ERR_CONFIG_INVALID } from './errors.js'
 import { BASE_RETRIEVER_KINDS, READER_KINDS, RETRIEVER_KINDS } from './kinds.js'
-import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR } from './paths.js'
+import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR, PROJECT_ROOT } from './paths.js'
 
 /** What one question costs in the server's query-cost limit (ask, and each question of askMany):
  * here because the configuration checks that server.maxCost admits a full askMany. */
@@ -153,7 +153,8 @@ export const defaults: Config = {
   // qdEvidenceVocabulary: decoding uses only the word pieces of the prompt, answers and evidence.
   // calibration: the folder of calibration.json (answer calibrator and ambiguity detector, fit on
   // the tuning split; '' keeps the reader's raw probabilities and "ambiguous" = two answers);
-  // verifier: the answer verifier's cross-encoder folder, read when calibration.json stacks it;
+  // verifier: the answer verifier's cross-encoder folder (where `ambigqa train verifier` writes it),
+  // read only when calibration.json stacks it (opt-in: the shipped calibration does not);
   // minConfidence: answers whose calibrated confidence is under it are dropped, the best kept (the
   // default was chosen with the models on the tuning sets, BENCHMARKS.md; unused without calibration);
   // oneAnswerWhenUnambiguous: a question the detector judges unambiguous keeps its best answer alone.
@@ -164,7 +165,7 @@ export const defaults: Config = {
   reader: {
     kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'qd'),
     precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 8, qdEvidenceVocabulary: true, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
-    keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), verifier: join(DEFAULT_READER_DIR, 'verifier'), minConfidence: 0.15, oneAnswerWhenUnambiguous: true, read: 20,
+    keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), verifier: join(PROJECT_ROOT, 'models', 'verifier'), minConfidence: 0.15, oneAnswerWhenUnambiguous: true, read: 20,
     retrieve: 100,
   },
   log: { level: 'info' },
