@@ -165,7 +165,7 @@ export const defaults: Config = {
   reader: {
     kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'qd'),
     precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 8, qdEvidenceVocabulary: true, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
-    keep: 0.3, minProbability: 0, maxAnswers: 3, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), verifier: join(PROJECT_ROOT, 'models', 'verifier'), minConfidence: 0.15, oneAnswerWhenUnambiguous: true, read: 20,
+    keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), verifier: join(PROJECT_ROOT, 'models', 'verifier'), minConfidence: 0.15, oneAnswerWhenUnambiguous: true, read: 20,
     retrieve: 100,
   },
   log: { level: 'info' },

@@ -125,34 +125,8 @@ export class ExtractiveReader {
   }
 
   async read(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<PredictedAnswer[][]> {
-    const read = await this.readPassages(items, signal)
-    return items.map((item, i) => this.candidates(item, read[i]!))
-  }
-
-  /**
-   * The answer set of the passages read, each answer also carrying how it stood when only the top
-   * n of them were read, for each n of SUB_READS (`logProbabilityTop<n>`, `shareOfBestTop<n>`,
-   * `inTop<n>`): an answer the best few passages already give is surer than one that only many
-   * passages turn up. A passage's logits do not depend on the others, so this costs span scoring
-   * only, no model run. `item.passages` are the passages read, in `read`'s order.
-   */
-  candidates(item: ReadingQuestion, read: readonly ReadPassage[]): PredictedAnswer[] {
-    const answers = this.answerSet(item, this.scoreSpans(read))
-    for (const n of SUB_READS) {
-      const sub = n >= read.length ? answers : this.answerSet({ ...item, passages: item.passages.slice(0, n) }, this.scoreSpans(read.slice(0, n)))
-      const byText = new Map(sub.map((a) => [normalizeAnswer(a.answer), a]))
-      const best = sub[0]?.probability ?? 0
-      for (const a of answers) {
-        const there = byText.get(normalizeAnswer(a.answer))
-        a.features = {
-          ...a.features,
-          [`logProbabilityTop${n}`]: there ? Math.log(Math.max(there.probability, 1e-9)) : ABSENT_LOG_PROBABILITY,
-          [`shareOfBestTop${n}`]: there && best > 0 ? there.probability / best : 0,
-          [`inTop${n}`]: there ? 1 : 0,
-        }
-      }
-    }
-    return answers
+    const spans = await this.spans(items, signal)
+    return items.map((item, i) => this.answerSet(item, spans[i]!))
   }
 
   /** Every question's best spans (a few per passage), best first. */
@@ -355,11 +329,6 @@ export function answerShape(question: string, answer: string, titles: ReadonlySe
     titleMatch: titles.has(normalizeAnswer(answer)) ? 1 : 0,
   }
 }
-
-/** The smaller readings of the same passages whose view of each answer is one of its features (candidates). */
-export const SUB_READS = [5, 10] as const
-/** The log probability of an answer that a smaller reading does not give at all. */
-const ABSENT_LOG_PROBABILITY = -30
 
 /** Words kept on each side of a candidate's span in the window the answer verifier reads. */
 export const WINDOW_WORDS = 30

@@ -6,9 +6,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
-import { answerShape, candidateFeatures, ExtractiveReader, SUB_READS, wordsAround, type ScoredSpan } from '../reader/extractive-reader.js'
+import { answerShape, candidateFeatures, ExtractiveReader, wordsAround, type ScoredSpan } from '../reader/extractive-reader.js'
 import { splitWords } from '../reader/word-pieces.js'
-import { normalizeAnswer } from '../core/normalize-answer.js'
 import { isAmbigqaError } from '../core/errors.js'
 import { extractiveFixture } from './helpers/reader-fixture.js'
 
@@ -182,36 +181,4 @@ test('answer set: each answer carries the words around its best span (its own pa
   ]
   const [answer] = reader.answerSet(item, spans)
   assert.deepEqual(answer!.window, { title: 'A', text: 'x y the Giants won it' }, 'the best local span is in passage a; 30 words each side hold it all')
-})
-
-test('candidates: each answer says how it stood when only the top 5 and 10 passages were read, as those readings give it', { skip: fixture.skip }, async () => {
-  const c = reference.cases.find((x) => x.passages.length > 1)!
-  // Twelve passages: the case's own, again and again (each read on its own, so each gives its spans).
-  const many = Array.from({ length: 12 }, (_, i) => ({ ...passages(c)[i % c.passages.length]!, id: `p${i}` }))
-  const item = { question: c.question, passages: many }
-  const [read] = await reader.readPassages([item])
-  const answers = reader.candidates(item, read!)
-  assert.ok(answers.length > 0)
-  assert.deepEqual(answers.map((a) => a.answer), reader.answerSet(item, reader.scoreSpans(read!)).map((a) => a.answer), 'the set is the full reading\'s')
-  for (const n of SUB_READS) {
-    const sub = reader.answerSet({ ...item, passages: many.slice(0, n) }, reader.scoreSpans(read!.slice(0, n)))
-    assert.ok(sub.length > 0)
-    for (const a of answers) {
-      const there = sub.find((b) => normalizeAnswer(b.answer) === normalizeAnswer(a.answer))
-      assert.equal(a.features![`inTop${n}`], there ? 1 : 0)
-      if (there) {
-        assert.ok(Math.abs(a.features![`logProbabilityTop${n}`]! - Math.log(there.probability)) < 1e-9)
-        assert.ok(Math.abs(a.features![`shareOfBestTop${n}`]! - there.probability / sub[0]!.probability) < 1e-9)
-      } else {
-        assert.equal(a.features![`logProbabilityTop${n}`], -30)
-      }
-    }
-  }
-  // Fewer passages than a sub-reading: it is the reading itself.
-  const few = { question: c.question, passages: passages(c) }
-  const [small] = await reader.readPassages([few])
-  for (const a of reader.candidates(few, small!)) {
-    assert.equal(a.features!.inTop5, 1)
-    assert.ok(Math.abs(a.features!.logProbabilityTop5! - Math.log(Math.max(a.probability, 1e-9))) < 1e-12)
-  }
 })

@@ -101,7 +101,7 @@ export async function writeCalibrationData(o: CalibrationDataOptions): Promise<{
       const aliases = new Set(golds.flat(2))
       for (const n of o.reads) {
         const reranked = passages.slice(0, n)
-        const answers = o.reader.candidates({ question: record.question, passages: reranked }, readPassages!.slice(0, n))
+        const answers = o.reader.answerSet({ question: record.question, passages: reranked }, o.reader.scoreSpans(readPassages!.slice(0, n)))
         const input: Read = { question: record.question, passages, reranked, timings: { retrievalMs: 0, totalMs: 0 }, answers: readAnswers(answers) }
         const features = answerFeatures(input)
         await tuneOut.write({

@@ -38,9 +38,7 @@ from .common import load_config, read_jsonl, write_atomic
 
 ANSWER_FEATURES = ["logProbability", "shareOfBest", "rank", "setSize", "evidence", "firstEvidenceRank",
                    "bestLocal", "localMass", "bestInPassage", "bestRelevance", "bestPassageLogProb", "firstSpanPassage", "spanPassages", "topSpanPassages", "holdingPassages", "words",
-                   "hasDigit", "capitalised", "askWhen", "askWho", "askHowMany", "whenDate", "whoName", "howManyNumber", "inQuestion", "titleMatch",
-                   # How it stood when only the top 5 and 10 of the same passages were read (extractive-reader.ts candidates).
-                   "logProbabilityTop5", "shareOfBestTop5", "inTop5", "logProbabilityTop10", "shareOfBestTop10", "inTop10"]
+                   "hasDigit", "capitalised", "askWhen", "askWho", "askHowMany", "whenDate", "whoName", "howManyNumber", "inQuestion", "titleMatch"]
 READING_FEATURES = ["questionLogit", "readTitles", "verifiedFirst", "verifiedSecond", "verifiedThird", "verifiedSum", "verifiedCount", "verifiedPassages"]
 # answer-set-decider.ts VERIFIED: a candidate counts towards the set's spread from this confidence.
 VERIFIED = 0.25

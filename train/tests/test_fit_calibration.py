@@ -38,8 +38,7 @@ def synthetic(tmp_path: Path) -> tuple[dict, list[dict]]:
         features = {"logProbability": -0.2 - k, "shareOfBest": 1.0 / (k + 1), "rank": k, "setSize": 4, "evidence": 1, "firstEvidenceRank": k,
                     "bestLocal": local, "localMass": 0.5, "bestInPassage": 0, "bestRelevance": 1.0, "bestPassageLogProb": -1.0, "firstSpanPassage": 0.0, "spanPassages": 1,
                     "topSpanPassages": 1 if correct else 0, "holdingPassages": 1, "words": 2, "passage": k,
-                    "hasDigit": 0, "capitalised": 1.0, "askWhen": 0, "askWho": 1, "askHowMany": 0, "whenDate": 0, "whoName": 1.0, "howManyNumber": 0, "inQuestion": 0.0, "titleMatch": 0,
-                    **{f"{name}Top{n}": value for n in (5, 10) for name, value in (("logProbability", -0.2 - k), ("shareOfBest", 1.0 / (k + 1)), ("in", 1.0))}}
+                    "hasDigit": 0, "capitalised": 1.0, "askWhen": 0, "askWho": 1, "askHowMany": 0, "whenDate": 0, "whoName": 1.0, "howManyNumber": 0, "inQuestion": 0.0, "titleMatch": 0}
         return {"answer": f"ans{i}-{k}", "correct": correct, "features": features}
 
     tune = []
