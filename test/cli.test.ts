@@ -35,7 +35,7 @@ test('train reranker|seq2seq: --config names the training config (the program ha
 
 test('train extractive|seq2seq|reranker|cotrain and index encode: --device other than their devices is a usage error before Python starts', async () => {
   const cases: [string[], RegExp][] = [
-    ...['extractive', 'seq2seq', 'reranker'].map((kind): [string[], RegExp] => [['train', kind, '--config', 'train/configs/x.json', '--device', 'tpu'], /Give cpu, cuda or auto/]),
+    ...['extractive', 'seq2seq', 'reranker', 'verifier'].map((kind): [string[], RegExp] => [['train', kind, '--config', 'train/configs/x.json', '--device', 'tpu'], /Give cpu, cuda or auto/]),
     [['train', 'cotrain', '--config', 'train/configs/cotrain-tiny.json', '--device', 'gpu'], /Give cpu, cuda or auto/],
     [['index', 'encode', '--store', '/nonexistent/store', '--device', 'auto'], /Give cpu \(onnxruntime, the default\) or cuda/],
   ]
@@ -139,5 +139,13 @@ test('ask and search refuse what the server refuses, before loading anything: an
     assert.equal(result.code, 1, args.join(' '))
     assert.match(result.stderr, message, args.join(' '))
     assert.equal(result.stdout, '', args.join(' '))
+  }
+})
+
+test('train calibration-data: --verify-top outside 0..100 is a usage error before anything is read', async () => {
+  for (const bad of ['1000', '-1', '2.5']) {
+    const result = await runCli(['train', 'calibration-data', '--verify-top', bad])
+    assert.equal(result.code, 1, bad)
+    assert.match(result.stderr, /AMBIGQA_ERR_USAGE: --verify-top \S+ is not a number of candidates/, bad)
   }
 })

@@ -132,6 +132,7 @@ export function registerTrainCommands(program: Command): void {
     .action(async (o: { data: string; tuneIds: string; tuneDevIds: string; store: string; reads: string; maxCandidates: number; verifyTop: number; encoder: string; out: string }, command: Command) => {
       const reads = o.reads.split(',').map(Number)
       if (reads.some((n) => !Number.isInteger(n) || n < 1 || n > 100)) throw ERR_USAGE(`--reads ${o.reads} is not a list of passage counts`, 'Give whole numbers from 1 to 100, comma-separated: --reads 5,10,20')
+      if (!Number.isInteger(o.verifyTop) || o.verifyTop < 0 || o.verifyTop > 100) throw ERR_USAGE(`--verify-top ${o.verifyTop} is not a number of candidates`, 'Give a whole number from 0 (no verifier pairs) to 100')
       const ctx = contextFor(command, { store: o.store })
       const r = ctx.config.reader
       const retriever = await openRetriever(ctx.config)
