@@ -96,15 +96,12 @@ def run(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     Path(cfg["oof_out"]).parent.mkdir(parents=True, exist_ok=True)
     write_atomic(Path(cfg["oof_out"]), "".join(json.dumps(o) + "\n" for o in oof))
 
-    # The served model: every set. Only the int8 file ships (the fp32 one is 133 MB).
+    # The served model: every set, int8 only (the fp32 export is 133 MB; card: train/model-cards/verifier).
     folder = trained(cfg, sets, len(rows), out / "all", seed)
     model_out = Path(cfg["model_out"])
     tmp = model_out.with_name(model_out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(folder, tmp, ignore=shutil.ignore_patterns("model.onnx"))
-    for keep in ("MODEL_CARD.md",):
-        if (model_out / keep).exists():
-            shutil.copy2(model_out / keep, tmp / keep)
     shutil.rmtree(model_out, ignore_errors=True)
     tmp.rename(model_out)
     Path(cfg["metrics_out"]).parent.mkdir(parents=True, exist_ok=True)
