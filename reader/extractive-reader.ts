@@ -267,9 +267,11 @@ export class ExtractiveReader {
       const evidence = holding.length > 0 ? holding : from.map((p) => item.passages[p]!)
       const best = a.spans.reduce((x, y) => (y.local > x.local ? y : x))
       const passage = item.passages[best.passage]!
+      // Span offsets are into the input's `title: text`.
+      const shift = passage.title.length + 2
       return {
         answer: a.text, probability: Math.min(1, a.probability), evidence, features: { ...candidateFeatures(a.spans, a.words.length, holding.length), ...answerShape(item.question, a.text, titles) },
-        window: { title: passage.title, text: wordsAround(passage.text, best.start - passage.title.length - 2, best.end - passage.title.length - 2, WINDOW_WORDS) },
+        window: { title: passage.title, text: wordsAround(passage.text, best.start - shift, best.end - shift, WINDOW_WORDS) },
       }
     })
   }

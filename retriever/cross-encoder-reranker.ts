@@ -21,6 +21,9 @@ export interface RerankerOptions extends Partial<SessionOptions> {
 
 const HOW_TO_BUILD = 'ambigqa train export cross-encoder <checkpoint> <model folder>'
 
+/** What a pair reads of a passage: `title: text`. */
+type PairText = Pick<RetrievedPassage, 'title' | 'text'>
+
 export class CrossEncoderReranker implements Reranker {
   readonly name = 'cross-encoder'
 
@@ -48,15 +51,15 @@ export class CrossEncoderReranker implements Reranker {
     return new CrossEncoderReranker(dir, session, tokenizer, cls, sep, options.maxTokens ?? 256, options.batchSize ?? 16)
   }
 
-  private pair(question: readonly number[], passage: RetrievedPassage): number[] {
+  private pair(question: readonly number[], passage: PairText): number[] {
     const q = question.slice(0, Math.max(1, Math.floor(this.maxTokens / 2)))
     const room = Math.max(0, this.maxTokens - q.length - 3)
     const p = this.tokenizer.encode(`${passage.title}: ${passage.text}`, { add_special_tokens: false }).ids.slice(0, room)
     return [this.cls, ...q, this.sep, ...p, this.sep]
   }
 
-  /** One logit per passage, in the passages' order. */
-  async score(question: string, passages: readonly RetrievedPassage[], signal?: AbortSignal): Promise<number[]> {
+  /** One logit per passage, in the passages' order (only their title and text are read). */
+  async score(question: string, passages: readonly PairText[], signal?: AbortSignal): Promise<number[]> {
     const q = this.tokenizer.encode(question, { add_special_tokens: false }).ids
     const scores: number[] = []
     for (let start = 0; start < passages.length; start += this.batchSize) {

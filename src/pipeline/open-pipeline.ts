@@ -73,7 +73,7 @@ export async function openDecider(config: Config, logger: Logger = silentLogger)
     await encoder.close()
     throw error
   }
-  const verify = verifier ? (question: string, pairs: readonly { title: string; text: string }[], signal?: AbortSignal) => verifier.score(question, pairs.map((p) => ({ id: '', score: 0, ...p })), signal) : undefined
+  const verify = verifier ? verifier.score.bind(verifier) : undefined
   const decider = answerSetDecider(models, embed, { minConfidence: config.reader.minConfidence, oneAnswerWhenUnambiguous: config.reader.oneAnswerWhenUnambiguous, maxAnswers: config.reader.maxAnswers }, verify)
   return { decider, close: async () => { await encoder.close(); await verifier?.close() } }
 }

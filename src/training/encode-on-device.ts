@@ -19,7 +19,7 @@ export interface PythonEncodeOptions {
   modelsDir: string
   batchSize: number
   /** cuda for the CLI; cpu runs the same PyTorch path on the CPU (its test, and a measurement). */
-  device: 'cpu' | 'cuda'
+  device: EncodeDevice
   threads?: number
   /** Passages per committed chunk (dense-vectors.ts's default). */
   chunkSize?: number

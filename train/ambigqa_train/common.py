@@ -194,7 +194,9 @@ def save_checkpoint(model: Any, tok: Any, opt: torch.optim.Optimizer, step: int,
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Written beside and renamed, so a kill never leaves half a file under the real name."""
+    """Written beside and renamed, so a kill never leaves half a file under the real name; the
+    folder is made when it is missing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)

@@ -279,7 +279,6 @@ def run(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
              **({"read": read} if read else {}), "candidates": cfg.get("candidates", 20),
              "fit": {"seed": seed, "tune_file": cfg["tune_file"], "questions_file": cfg["questions_file"]}}
     write_atomic(out / "calibration.json", json.dumps(model) + "\n")
-    Path(cfg["metrics_out"]).parent.mkdir(parents=True, exist_ok=True)
     write_atomic(Path(cfg["metrics_out"]), json.dumps(metrics, indent=2) + "\n")
     return metrics
 

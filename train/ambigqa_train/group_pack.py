@@ -38,7 +38,6 @@ def unpack(packed: Path, out: Path) -> int:
     data = json.loads(lzma.decompress(packed.read_bytes()))
     passages = [{"title": t, "text": x} for t, x in data["passages"]]
     lines = [json.dumps({**g, "positive": passages[g["positive"]], "negatives": [passages[n] for n in g["negatives"]]}, ensure_ascii=False) for g in data["groups"]]
-    out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, "".join(line + "\n" for line in lines))
     return len(lines)
 

@@ -48,7 +48,7 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     if "sets" in cfg:
         rows = [r for r in rows if r.get("set") in cfg["sets"]]
     if not rows:
-        raise SystemExit(f"train: {cfg['train_file']} holds no training rows{' of ' + ', '.join(cfg['sets']) if 'sets' in cfg else ''}")
+        raise SystemExit(f"train: {cfg['train_file']} holds no training rows (sets: {cfg.get('sets', 'all')})")
     # warm_start: MiniLM (the default), or "extractive:<folder>", the shipped reader (the answer verifier's).
     warm = str(cfg.get("warm_start", "minilm"))
     model, tok = cross_encoder_from_extractive(Path(warm.split(":", 1)[1])) if warm.startswith("extractive:") else build_cross_encoder(seed)
@@ -69,7 +69,7 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
         opt.load_state_dict(state["optimizer"])
     model.train()
     lossf = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor(float(cfg.get("pos_weight", 1.0)), device=device))
-    grouped = bool(rows) and "positive" in rows[0]
+    grouped = "positive" in rows[0]
 
     def loss_of(batch: list[dict[str, Any]]) -> torch.Tensor:
         if grouped:

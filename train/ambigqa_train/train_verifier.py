@@ -71,6 +71,11 @@ def score(folder: Path, rows: list[dict[str, Any]], max_len: int, batch: int = 3
     return np.concatenate(out) if out else np.zeros(0)
 
 
+def auroc(labels: list[int], scores: Any) -> float | None:
+    """AUROC of the scores against the labels; None when the labels hold one class only."""
+    return float(roc_auc_score(labels, scores)) if 0 < sum(labels) < len(labels) else None
+
+
 def run(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     rows = read_jsonl(Path(cfg["pairs_file"]))
     sets: list[str] = cfg["sets"]
@@ -86,14 +91,11 @@ def run(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
         folder = trained(cfg, rest, sum(r["set"] in rest for r in rows), out / f"without-{held}", seed)
         mine = [r for r in rows if r["set"] == held]
         logits = score(folder, mine, max_len)
-        labels = np.array([r["label"] for r in mine])
-        metrics["folds"][held] = {"pairs": len(mine), "auroc": float(roc_auc_score(labels, logits)) if 0 < labels.sum() < len(labels) else None,
-                                  "reader_rank_auroc": float(roc_auc_score(labels, [-r["rank"] for r in mine])) if 0 < labels.sum() < len(labels) else None}
+        labels = [r["label"] for r in mine]
+        metrics["folds"][held] = {"pairs": len(mine), "auroc": auroc(labels, logits), "reader_rank_auroc": auroc(labels, [-r["rank"] for r in mine])}
         oof += [{"id": r["id"], "read": r["read"], "rank": r["rank"], "answer": r["answer"], "logit": round(float(z), 5)} for r, z in zip(mine, logits)]
-    labels = np.array([r["label"] for r in rows])
     by_key = {(o["id"], o["rank"]): o["logit"] for o in oof}
-    metrics["out_of_fold_auroc"] = float(roc_auc_score(labels, [by_key[(r["id"], r["rank"])] for r in rows]))
-    Path(cfg["oof_out"]).parent.mkdir(parents=True, exist_ok=True)
+    metrics["out_of_fold_auroc"] = auroc([r["label"] for r in rows], [by_key[(r["id"], r["rank"])] for r in rows])
     write_atomic(Path(cfg["oof_out"]), "".join(json.dumps(o) + "\n" for o in oof))
 
     # The served model: every set, int8 only (the fp32 export is 133 MB; card: train/model-cards/verifier).
@@ -104,7 +106,6 @@ def run(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     shutil.copytree(folder, tmp, ignore=shutil.ignore_patterns("model.onnx"))
     shutil.rmtree(model_out, ignore_errors=True)
     tmp.rename(model_out)
-    Path(cfg["metrics_out"]).parent.mkdir(parents=True, exist_ok=True)
     write_atomic(Path(cfg["metrics_out"]), json.dumps(metrics, indent=2) + "\n")
     return metrics
 
