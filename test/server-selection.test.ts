@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { parse, type FieldNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql'
-import { selects } from '../src/server/selection.js'
+import { selectsRewrites } from '../src/server/selection.js'
 
 /** The resolve info of the query's first top-level field, as graphql-js gives it. */
 function infoOf(query: string) {
@@ -13,7 +13,7 @@ function infoOf(query: string) {
   return { fieldNodes: [operation.selectionSet.selections[0] as FieldNode], fragments }
 }
 
-const rewrites = (query: string) => selects(infoOf(query), ['answers'], ['question', 'rewritten'])
+const rewrites = (query: string) => selectsRewrites(infoOf(query))
 
 test('an answer\'s question or rewritten selected directly, aliased, or through fragments counts', () => {
   assert.equal(rewrites('{ ask(question: "q") { answers { answer question } } }'), true)

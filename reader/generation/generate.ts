@@ -168,7 +168,7 @@ async function beamSearch(model: Seq2SeqModel, requests: readonly GenerateReques
   const heuristicOpen = requests.map(() => true)
 
   for (let length = promptLength; ; length++) {
-    const logits = await nextLogits(d, running, length === promptLength)
+    const logits = await model.logSoftmax(await nextLogits(d, running, length === promptLength), batch * beams)
     const nextRunning: number[][] = []
     const nextScores: number[] = []
     const nextLogProbs: number[][] = []
@@ -178,7 +178,6 @@ async function beamSearch(model: Seq2SeqModel, requests: readonly GenerateReques
       for (let j = 0; j < beams; j++) {
         const row = b * beams + j
         const scores = logits.subarray(row * vocabSize, (row + 1) * vocabSize)
-        logSoftmax(scores)
         processScores(scores, running[row]!, contexts[b]!)
         const base = runningScores[row]!
         for (let v = 0; v < vocabSize; v++) scores[v] = scores[v]! + base

@@ -8,6 +8,7 @@ import ort from '../../core/onnx-runtime.js'
 import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../../core/errors.js'
 import { createSession, defaultSessionOptions, type SessionOptions } from '../../core/onnx-session.js'
 import { Seq2SeqTokenizer } from './seq2seq-tokenizer.js'
+import { LogSoftmaxSession } from './log-softmax-session.js'
 import { generationDefaultsFrom, type GenerationOptions } from './generation-options.js'
 
 export type Precision = 'fp32' | 'int8'
@@ -103,6 +104,7 @@ export class Seq2SeqModel {
     /** The graph for later steps with the cache (merged again, or decoder_with_past_model.onnx). */
     private readonly decoderWithPast: ort.InferenceSession,
     private readonly merged: boolean,
+    private readonly logSoftmaxSession: LogSoftmaxSession,
   ) {}
 
   static async load(dir: string, options: LoadOptions = {}): Promise<Seq2SeqModel> {
@@ -138,7 +140,8 @@ export class Seq2SeqModel {
     if (layersInGraph !== config.decoderLayers) {
       throw ERR_MODEL_INVALID(merged ? mergedPath : splitPaths[1], `has ${layersInGraph} cached decoder layers but config.json says ${config.decoderLayers}`, `Export the model with its KV cache (text2text-generation-with-past): \`${HOW_TO_BUILD}\``)
     }
-    return new Seq2SeqModel(dir, precision, config, generationDefaultsFrom(generation, raw, config), tokenizer, encoder, decoderFirst, decoderWithPast, merged)
+    const logSoftmax = await LogSoftmaxSession.create(sessionOptions.threads)
+    return new Seq2SeqModel(dir, precision, config, generationDefaultsFrom(generation, raw, config), tokenizer, encoder, decoderFirst, decoderWithPast, merged, logSoftmax)
   }
 
   /** Runs the encoder over right-padded inputs. */
@@ -218,6 +221,11 @@ export class Seq2SeqModel {
     return { logits: lastPosition(out.logits!), past: { decoder, encoder: past.encoder, length: past.length + 1 } }
   }
 
+  /** log_softmax of each of the `rows` rows of next-token logits (rows × vocab), in a new array. */
+  logSoftmax(logits: Float32Array, rows: number): Promise<Float32Array> {
+    return this.logSoftmaxSession.run(logits, rows)
+  }
+
   /** The cache rows reordered to follow the beams that survived (`rows[i]` = source row of row i). */
   reorder(past: PastState, rows: readonly number[]): PastState {
     return { decoder: past.decoder.map((t) => gatherRows(t, rows)), encoder: past.encoder, length: past.length }
@@ -226,6 +234,7 @@ export class Seq2SeqModel {
   async close(): Promise<void> {
     const sessions = new Set([this.encoder, this.decoderFirst, this.decoderWithPast])
     await Promise.all([...sessions].map((s) => s.release()))
+    await this.logSoftmaxSession.release()
   }
 }
 

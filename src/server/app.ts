@@ -16,6 +16,7 @@ import { allowedHostnames, hostnameOf } from './host-check.js'
 import type { JobAccess } from './job-access.js'
 import { Jobs, type CoTrainingRunner } from './jobs.js'
 import { Limiter } from './limiter.js'
+import { selectsRewrites } from './selection.js'
 import { defaultLimits, type ServerLimits } from './limits.js'
 import { queryCostRule } from './query-cost.js'
 import { queryDepthRule } from './query-depth.js'
@@ -115,7 +116,11 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
             signal.throwIfAborted()
             return body(ctx, args, { signal, headers: context?.reply?.request?.headers ?? {}, ...(info ? { info } : {}) })
           }
-          return limited ? limiter.run(field, deadline, signal, work) : work()
+          // An ask that rewrites its answers' questions costs several times one that does not: the
+          // limiter learns the two apart, or a mix of both would refuse the cheap ones and admit
+          // too many of the dear ones.
+          const cost = (field === 'ask' || field === 'askMany') && info && selectsRewrites(info) ? `${field} with rewrites` : field
+          return limited ? limiter.run(cost, deadline, signal, work) : work()
         })
         requests.inc({ field, outcome: 'ok' })
         return result

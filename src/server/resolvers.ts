@@ -13,7 +13,7 @@ import { checkHealth, type DependencyProbe } from './health.js'
 import { authorizeJob, resolveDataPath, type JobAccess } from './job-access.js'
 import type { CoTrainingRunner, Jobs } from './jobs.js'
 import { askManyCost } from './query-cost.js'
-import { selects } from './selection.js'
+import { selectsRewrites } from './selection.js'
 import type { ServerLimits } from './limits.js'
 
 /** What the resolvers serve from: one per server. */
@@ -56,7 +56,7 @@ function askOptions(ctx: ResolverContext, o: AskOptionsInput | null | undefined,
     read: checkCount(ctx, 'options.read', o?.read ?? Math.min(ctx.pipeline.defaultRead, ctx.limits.maxK)),
     ...(retriever ? { retriever } : {}),
     // Without the query (a direct call), disambiguate: the answer is then complete.
-    disambiguate: call.info === undefined || selects(call.info, ['answers'], ['question', 'rewritten']),
+    disambiguate: call.info === undefined || selectsRewrites(call.info),
   }
 }
 

@@ -26,3 +26,7 @@ export function selects(info: Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments
   for (const step of path) nodes = nodes.flatMap((node) => fieldsNamed(node.selectionSet, step, info.fragments))
   return nodes.some((node) => fields.some((field) => fieldsNamed(node.selectionSet, field, info.fragments).length > 0))
 }
+
+/** Whether an ask (or askMany) query reads its answers' rewritten questions: question
+ * disambiguation runs only then, and such an ask costs several times one without. */
+export const selectsRewrites = (info: Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'>): boolean => selects(info, ['answers'], ['question', 'rewritten'])
