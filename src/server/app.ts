@@ -119,8 +119,8 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
           // An ask that rewrites its answers' questions costs several times one that does not: the
           // limiter learns the two apart, or a mix of both would refuse the cheap ones and admit
           // too many of the dear ones.
-          const cost = (field === 'ask' || field === 'askMany') && info && selectsRewrites(info) ? `${field} with rewrites` : field
-          return limited ? limiter.run(cost, deadline, signal, work) : work()
+          const kind = (field === 'ask' || field === 'askMany') && info && selectsRewrites(info) ? `${field} with rewrites` : field
+          return limited ? limiter.run(kind, deadline, signal, work) : work()
         })
         requests.inc({ field, outcome: 'ok' })
         return result
