@@ -23,10 +23,10 @@ const int = (n: number, value: number) => [...varint(BigInt(n << 3)), ...varint(
 const bytes = (n: number, body: number[]) => [...varint(BigInt((n << 3) | 2)), ...varint(BigInt(body.length)), ...body]
 
 /** ValueInfoProto: a float tensor of shape [rows, vocab]. */
-const floatMatrix = (name: string) => bytes(1, text(name)).concat(bytes(2, bytes(1, [
+const floatMatrix = (name: string) => [...bytes(1, text(name)), ...bytes(2, bytes(1, [
   ...int(1, 1), // elem_type FLOAT
   ...bytes(2, [...bytes(1, bytes(2, text('rows'))), ...bytes(1, bytes(2, text('vocab')))]),
-])))
+]))]
 
 /** ModelProto { ir_version 8, opset 13, graph { LogSoftmax(scores, axis=-1) -> log_probs } }. */
 export function logSoftmaxModel(): Uint8Array {

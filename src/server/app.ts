@@ -106,8 +106,11 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
     indexStore: options.jobs?.indexStore ?? `${options.passages.name}-indexing`,
     ...(options.jobs?.coTraining ? { coTraining: options.jobs.coTraining } : {}),
   }
-  // Every field goes through one place: limits, timeout, metrics, errors with codes.
-  const guarded = <A, R>(field: string, limited: boolean, body: (ctx: ResolverContext, args: A, call: Call) => Promise<R> | R) =>
+  // Every field goes through one place: limits, timeout, metrics, errors with codes. `limit`: how the
+  // limiter counts the field's calls: not at all, as the field, or with the calls that select
+  // rewritten questions apart (question disambiguation makes them cost several times the others,
+  // and one estimate for a mix of both would refuse the cheap ones and admit too many dear ones).
+  const guarded = <A, R>(field: string, limit: 'none' | 'field' | 'rewrites apart', body: (ctx: ResolverContext, args: A, call: Call) => Promise<R> | R) =>
     async (_root: unknown, args: A, context?: { reply?: { raw?: ServerResponse; request?: { headers: IncomingHttpHeaders } } }, info?: GraphQLResolveInfo): Promise<R> => {
       const end = latency.startTimer({ field })
       try {
@@ -116,11 +119,8 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
             signal.throwIfAborted()
             return body(ctx, args, { signal, headers: context?.reply?.request?.headers ?? {}, ...(info ? { info } : {}) })
           }
-          // An ask that rewrites its answers' questions costs several times one that does not: the
-          // limiter learns the two apart, or a mix of both would refuse the cheap ones and admit
-          // too many of the dear ones.
-          const kind = (field === 'ask' || field === 'askMany') && info && selectsRewrites(info) ? `${field} with rewrites` : field
-          return limited ? limiter.run(kind, deadline, signal, work) : work()
+          if (limit === 'none') return work()
+          return limiter.run(limit === 'rewrites apart' && info && selectsRewrites(info) ? `${field} with rewrites` : field, deadline, signal, work)
         })
         requests.inc({ field, outcome: 'ok' })
         return result
@@ -135,17 +135,17 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
 
   const resolvers = {
     Query: {
-      search: guarded('search', true, fields.search),
-      passage: guarded('passage', false, fields.passage),
-      health: guarded('health', false, fields.health),
-      ask: guarded('ask', true, fields.ask),
-      askMany: guarded('askMany', true, fields.askMany),
-      job: guarded('job', false, fields.job),
+      search: guarded('search', 'field', fields.search),
+      passage: guarded('passage', 'none', fields.passage),
+      health: guarded('health', 'none', fields.health),
+      ask: guarded('ask', 'rewrites apart', fields.ask),
+      askMany: guarded('askMany', 'rewrites apart', fields.askMany),
+      job: guarded('job', 'none', fields.job),
     },
     Mutation: {
-      startIndexing: guarded('startIndexing', true, fields.startIndexing),
-      startCoTraining: guarded('startCoTraining', true, fields.startCoTraining),
-      startEvaluation: guarded('startEvaluation', true, fields.startEvaluation),
+      startIndexing: guarded('startIndexing', 'field', fields.startIndexing),
+      startCoTraining: guarded('startCoTraining', 'field', fields.startCoTraining),
+      startEvaluation: guarded('startEvaluation', 'field', fields.startEvaluation),
     },
     AnswerSet: { found: fields.found },
     Subscription: {
