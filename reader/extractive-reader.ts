@@ -135,14 +135,19 @@ export class ExtractiveReader {
   }
 
   /**
-   * Each question's passages as the model read them: a passage's logits do not depend on the
-   * other passages, so the spans of its top n are `scoreSpans(read.slice(0, n))`.
+   * Each question's passages as the model read them: the spans of its top n are
+   * `scoreSpans(read.slice(0, n))`. Each question's passages are batched among themselves, never
+   * with another question's: the int8 model quantises each batch's activations with one scale, so
+   * a passage read beside other questions' passages scored differently from run to run (the
+   * answers to a question depended on who else was asking; BENCHMARKS.md, "Reading one question
+   * at a time").
    */
   async readPassages(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<ReadPassage[][]> {
-    const inputs = items.map((item) => item.passages.map((p) => this.input(item.question, p)))
-    const logits = await this.run(inputs.flat(), signal)
-    let at = 0
-    return inputs.map((question) => question.map((input) => ({ input, logits: logits[at++]! })))
+    return Promise.all(items.map(async (item) => {
+      const inputs = item.passages.map((p) => this.input(item.question, p))
+      const logits = await this.run(inputs, signal)
+      return inputs.map((input, i) => ({ input, logits: logits[i]! }))
+    }))
   }
 
   /**

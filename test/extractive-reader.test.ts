@@ -2,7 +2,7 @@
 // (train/tests/extractive_fixture.py) whose reference.json holds the inputs and the best spans
 // that train/ambigqa_train/extractive.py computes; and the answer set it builds from spans.
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
@@ -10,6 +10,7 @@ import { answerShape, candidateFeatures, ExtractiveReader, wordsAround, type Sco
 import { splitWords } from '../reader/word-pieces.js'
 import { isAmbigqaError } from '../core/errors.js'
 import { extractiveFixture } from './helpers/reader-fixture.js'
+import { DEFAULT_READER_DIR } from '../core/paths.js'
 
 interface Reference {
   max_len: number
@@ -17,6 +18,8 @@ interface Reference {
 }
 
 const fixture = extractiveFixture()
+const SHIPPED_EXTRACTIVE = join(DEFAULT_READER_DIR, 'extractive')
+const shippedInt8 = existsSync(join(SHIPPED_EXTRACTIVE, 'model_quantized.onnx'))
 let reference: Reference
 let reader: ExtractiveReader
 
@@ -59,6 +62,27 @@ test('a batch of questions reads as each question alone', { skip: fixture.skip }
   for (const [i, item] of items.entries()) {
     const [alone] = await reader.spans([item])
     assert.deepEqual(alone!.map((s) => s.text), together[i]!.map((s) => s.text))
+  }
+})
+
+// The shipped int8 model quantises each batch's activations with one scale, so reading another
+// question's passages in the same batch changed a question's scores (and answers) with the load.
+test('the shipped int8 reader scores a question the same alone and beside others', { skip: shippedInt8 ? false : `no ${SHIPPED_EXTRACTIVE}` }, async () => {
+  const int8 = await ExtractiveReader.load(SHIPPED_EXTRACTIVE, { precision: 'int8', threads: 1 })
+  try {
+    const passage = (id: string, title: string, text: string) => ({ id, title, text, score: 1 })
+    const items = [
+      { question: 'who won the world series in 1989', passages: [passage('a', '1989 World Series', 'The 1989 World Series was the championship series of the 1989 Major League Baseball season. The Oakland Athletics swept the San Francisco Giants in four games.'), passage('b', 'Loma Prieta earthquake', 'The earthquake struck shortly before game 3 of the World Series at Candlestick Park.')] },
+      { question: 'what is the capital of australia', passages: [passage('c', 'Canberra', 'Canberra is the capital city of Australia. Founded following the federation of the colonies of Australia as the seat of government for the new nation, it is the largest inland city in Australia and the eighth-largest city overall. The city is located at the northern end of the Australian Capital Territory.'), passage('d', 'Sydney', 'Sydney is the state capital of New South Wales and the most populous city in Australia.')] },
+    ]
+    const together = await int8.spans(items)
+    for (const [i, item] of items.entries()) {
+      const [alone] = await int8.spans([item])
+      assert.ok(alone!.length > 0)
+      assert.deepEqual(together[i]!.map((s) => [s.text, s.score]), alone!.map((s) => [s.text, s.score]), item.question)
+    }
+  } finally {
+    await int8.close()
   }
 })
 
