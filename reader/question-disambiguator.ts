@@ -64,47 +64,39 @@ export class QuestionDisambiguator {
     return () => allowed
   }
 
-  /** One rewrite per answer; a single answer keeps the prompt question as it is. */
+  /**
+   * One rewrite per answer; a single answer keeps the prompt question as it is. Each question is
+   * generated on its own (its answers together): the int8 encoder and decoder quantise each
+   * batch's activations with one scale, so a question batched with other questions' answers got
+   * rewrites that changed with the load.
+   */
   async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<Rewrite[][]> {
-    const base = { ...this.model.generationDefaults, ...this.options.generation }
-    const requests: GenerateRequest[] = []
-    const owners: [number, number][] = []
-    items.forEach((item, i) => {
-      if (item.answers.length < 2) return
-      const vocabulary = this.options.evidenceVocabulary ? this.vocabulary(item) : undefined
-      // Room for the prompt and maxInserted more tokens (the model's default, 20, cut rewrites
-      // short; longer rewrites are not minimal anyway), counted per question so that a rewrite
-      // does not depend on the questions batched with it.
-      const maxLength = Math.max(base.maxLength, this.model.tokenizer.encodePlain(item.question).length + this.options.maxInserted + 2)
-      item.answers.forEach((answer, j) => {
-        const input = this.input(item.question, answer, item.answers.filter((_, k) => k !== j), passagesFor(item, j))
-        requests.push({ input, maxLength, ...(vocabulary ? { constraint: vocabulary } : {}) })
-        owners.push([i, j])
-      })
-    })
-    const out: Rewrite[][] = items.map((item) => item.answers.map(() => ({ question: item.question, rewritten: false, proposal: '' })))
-    if (requests.length === 0) return out
-    const n = Math.max(1, this.options.candidates)
-    const options = { ...base, numBeams: n, numReturnSequences: n }
-    const hypotheses = await generate(this.model, requests, options, signal ? { signal } : {})
-    const proposals = new Map<number, string[][]>()
-    hypotheses.forEach((list, r) => {
-      const [i, j] = owners[r]!
-      const texts = list.map((h) => tidy(this.model.tokenizer.decode(h.generated))).filter((t) => t.length > 0)
-      if (!proposals.has(i)) proposals.set(i, [])
-      proposals.get(i)![j] = texts
-    })
-    for (const [i, perAnswer] of proposals) {
-      const item = items[i]!
-      const supported = supportedWords(sourceTexts(item))
-      const chosen: string[] = []
-      perAnswer.forEach((texts, j) => {
-        const pick = texts.find((t) => rewriteFaults(item.question, t, supported, chosen).length === 0)
-        out[i]![j] = pick === undefined ? { question: item.question, rewritten: false, proposal: texts[0] ?? '' } : { question: pick, rewritten: true, proposal: texts[0]! }
-        if (pick !== undefined) chosen.push(pick)
-      })
-    }
+    const out: Rewrite[][] = []
+    for (const item of items) out.push(await this.rewrites(item, signal))
     return out
+  }
+
+  private async rewrites(item: DisambiguationItem, signal?: AbortSignal): Promise<Rewrite[]> {
+    if (item.answers.length < 2) return item.answers.map(() => ({ question: item.question, rewritten: false, proposal: '' }))
+    const base = { ...this.model.generationDefaults, ...this.options.generation }
+    const vocabulary = this.options.evidenceVocabulary ? this.vocabulary(item) : undefined
+    // Room for the prompt and maxInserted more tokens (the model's default, 20, cut rewrites
+    // short; longer rewrites are not minimal anyway).
+    const maxLength = Math.max(base.maxLength, this.model.tokenizer.encodePlain(item.question).length + this.options.maxInserted + 2)
+    const requests: GenerateRequest[] = item.answers.map((answer, j) => ({
+      input: this.input(item.question, answer, item.answers.filter((_, k) => k !== j), passagesFor(item, j)), maxLength, ...(vocabulary ? { constraint: vocabulary } : {}),
+    }))
+    const n = Math.max(1, this.options.candidates)
+    const hypotheses = await generate(this.model, requests, { ...base, numBeams: n, numReturnSequences: n }, signal ? { signal } : {})
+    const supported = supportedWords(sourceTexts(item))
+    const chosen: string[] = []
+    return hypotheses.map((list) => {
+      const texts = list.map((h) => tidy(this.model.tokenizer.decode(h.generated))).filter((t) => t.length > 0)
+      const pick = texts.find((t) => rewriteFaults(item.question, t, supported, chosen).length === 0)
+      if (pick === undefined) return { question: item.question, rewritten: false, proposal: texts[0] ?? '' }
+      chosen.push(pick)
+      return { question: pick, rewritten: true, proposal: texts[0]! }
+    })
   }
 }
 

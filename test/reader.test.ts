@@ -18,6 +18,7 @@ import { Seq2SeqModel } from '../reader/generation/seq2seq-model.js'
 import { isAmbigqaError } from '../core/errors.js'
 import { hasAnswer } from '../core/has-answer.js'
 import { readerFixture } from './helpers/reader-fixture.js'
+import { DEFAULT_READER_DIR } from '../core/paths.js'
 
 interface ReferenceOutput {
   input_index: number
@@ -287,6 +288,25 @@ test('question disambiguation batched across questions gives each question what 
   assert.deepEqual(together.map((set) => set.length), [2, 3])
   assert.ok(together.flat().some((r) => r.proposal.length > 0), 'the model proposed rewrites')
   assert.deepEqual(together, alone)
+})
+
+// The shipped int8 model quantises each batch's activations with one scale: batched with another
+// question's answers, a question's rewrites changed with the load until each question was generated alone.
+test('the shipped int8 question disambiguation rewrites a question the same alone and beside others', { skip: existsSync(join(DEFAULT_READER_DIR, 'qd', 'encoder_model_quantized.onnx')) ? false : 'no shipped QD model' }, async () => {
+  const shipped = await Seq2SeqModel.load(join(DEFAULT_READER_DIR, 'qd'), { precision: 'int8', threads: 1 })
+  try {
+    const qd = new QuestionDisambiguator(shipped)
+    const items = [
+      { question: 'when did the harry potter movie come out', answers: ['4 November 2001', '16 November 2001'], passages: [passage('1', 'Harry Potter and the Philosopher\'s Stone (film)', 'The film premiered in London on 4 November 2001 and was released in the United Kingdom and the United States on 16 November 2001.')] },
+      { question: 'who played in the world series in 1989', answers: ['Oakland Athletics', 'San Francisco Giants'], passages: [passage('2', '1989 World Series', 'The 1989 World Series was played between the Oakland Athletics and the San Francisco Giants, and was interrupted by the Loma Prieta earthquake.')] },
+    ]
+    const together = await qd.disambiguate(items)
+    const alone = [(await qd.disambiguate([items[0]!]))[0]!, (await qd.disambiguate([items[1]!]))[0]!]
+    assert.ok(together.flat().every((r) => r.proposal.length > 0), 'the model proposed a rewrite for every answer')
+    assert.deepEqual(together, alone)
+  } finally {
+    await shipped.close()
+  }
 })
 
 test('the batch queue runs concurrent requests together, up to maxBatch, and drops aborted ones', async () => {
