@@ -139,8 +139,8 @@ export class ExtractiveReader {
    * `scoreSpans(read.slice(0, n))`. Each question's passages are batched among themselves, never
    * with another question's: the int8 model quantises each batch's activations with one scale, so
    * a passage read beside other questions' passages scored differently from run to run (the
-   * answers to a question depended on who else was asking; BENCHMARKS.md, "Reading one question
-   * at a time").
+   * answers to a question depended on who else was asking; BENCHMARKS.md, "Answer sets, fifth
+   * session").
    */
   async readPassages(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<ReadPassage[][]> {
     return Promise.all(items.map(async (item) => {

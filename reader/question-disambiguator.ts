@@ -68,7 +68,7 @@ export class QuestionDisambiguator {
    * One rewrite per answer; a single answer keeps the prompt question as it is. Each question is
    * generated on its own (its answers together): the int8 encoder and decoder quantise each
    * batch's activations with one scale, so a question batched with other questions' answers got
-   * rewrites that changed with the load.
+   * rewrites that changed with the load (BENCHMARKS.md, "Answer sets, fifth session").
    */
   async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<Rewrite[][]> {
     const out: Rewrite[][] = []
