@@ -3,7 +3,8 @@
 // (keep), the floor under which nothing is answered (minProbability), maxAnswers and dropContaining — on a tuning split that is not eval-300 (train/splits/reader-tune.txt: qa-feedback's
 // AmbigNQ train questions, which the reader never trains on), by the official F1 answer. Each
 // question's top passages are retrieved and read once; every setting is scored from those logits
-// (a passage's logits do not depend on the other passages). The floor is the highest within
+// (a passage's logits do not depend on the other passages, but for the int8 model's one activation
+// scale per batch, which moves them a little). The floor is the highest within
 // --tolerance F1 of the best, and a larger k must beat a smaller one by more than that. The
 // chosen setting is then shown on eval-300 beside the k curve, for the record: nothing is chosen
 // there.

@@ -14,7 +14,7 @@ export interface GenerateRequest {
   /** Restricts the tokens each step may choose (span-constrained decoding). */
   constraint?: TokenConstraint
   /** This request's own maximum length, instead of the options' (so that what a request gets does
-   * not depend on the other requests of its batch). */
+   * not depend on the other requests' lengths). */
   maxLength?: number
 }
 
