@@ -21,16 +21,14 @@ const { values } = parseArgs({
 if (!values.before || !values.after) throw new Error('--before <evaluation folder> and --after <evaluation folder> are required')
 const records = loadEvalRecords(values.data!, values.ids)
 // predictions-answers.json: the answer sets alone, what F1 answer reads.
-const perQuestion = (run: string) => scoreAmbigNq(records, loadPredictions(join(run, 'predictions-answers.json'), records)).perQuestion
-const before = perQuestion(values.before)
-const after = perQuestion(values.after)
+const score = (run: string) => scoreAmbigNq(records, loadPredictions(join(run, 'predictions-answers.json'), records))
+const before = score(values.before)
+const after = score(values.after)
 const pct = (x: number) => (100 * x).toFixed(1)
 console.log(`bench/compare-runs: ${records.length} questions (${values.ids}); F1 answer x100; 95% intervals from 5,000 paired resamples of the questions`)
 console.log('\n| questions | before | after | after − before | 95% interval | questions changed |\n|---|---|---|---|---|---|')
 for (const [name, subset] of [['all', records], ['multi', records.filter(isMultiAnswer)]] as const) {
-  const b = subset.map((r) => before[r.id]!['F1 answer']!)
-  const a = subset.map((r) => after[r.id]!['F1 answer']!)
-  const d = pairedBootstrap(b, a)
-  const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length
-  console.log(`| ${name} (${subset.length}) | ${pct(mean(b))} | ${pct(mean(a))} | ${d.difference >= 0 ? '+' : ''}${pct(d.difference)} | ${pct(d.low)} to ${pct(d.high)} | ${d.changed} |`)
+  const f1 = (run: typeof before) => subset.map((r) => run.perQuestion[r.id]!['F1 answer']!)
+  const d = pairedBootstrap(f1(before), f1(after))
+  console.log(`| ${name} (${subset.length}) | ${pct(before.metrics['F1 answer'][name])} | ${pct(after.metrics['F1 answer'][name])} | ${d.difference >= 0 ? '+' : ''}${pct(d.difference)} | ${pct(d.low)} to ${pct(d.high)} | ${d.changed} |`)
 }
