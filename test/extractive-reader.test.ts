@@ -11,6 +11,7 @@ import { splitWords } from '../reader/word-pieces.js'
 import { isAmbigqaError } from '../core/errors.js'
 import { extractiveFixture } from './helpers/reader-fixture.js'
 import { DEFAULT_READER_DIR } from '../core/paths.js'
+import { prerequisite } from './helpers/prerequisite.js'
 
 interface Reference {
   max_len: number
@@ -19,7 +20,7 @@ interface Reference {
 
 const fixture = extractiveFixture()
 const SHIPPED_EXTRACTIVE = join(DEFAULT_READER_DIR, 'extractive')
-const shippedInt8 = existsSync(join(SHIPPED_EXTRACTIVE, 'model_quantized.onnx'))
+const noShippedInt8 = prerequisite(existsSync(join(SHIPPED_EXTRACTIVE, 'model_quantized.onnx')) ? false : `no shipped int8 reader in ${SHIPPED_EXTRACTIVE} (scripts/train-defaults builds it)`)
 let reference: Reference
 let reader: ExtractiveReader
 
@@ -67,7 +68,7 @@ test('a batch of questions reads as each question alone', { skip: fixture.skip }
 
 // The shipped int8 model quantises each batch's activations with one scale, so reading another
 // question's passages in the same batch changed a question's scores (and answers) with the load.
-test('the shipped int8 reader scores a question the same alone and beside others', { skip: shippedInt8 ? false : `no ${SHIPPED_EXTRACTIVE}` }, async () => {
+test('the shipped int8 reader scores a question the same alone and beside others', { skip: noShippedInt8 }, async () => {
   const int8 = await ExtractiveReader.load(SHIPPED_EXTRACTIVE, { precision: 'int8', threads: 1 })
   try {
     const passage = (id: string, title: string, text: string) => ({ id, title, text, score: 1 })

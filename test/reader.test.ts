@@ -19,6 +19,7 @@ import { isAmbigqaError } from '../core/errors.js'
 import { hasAnswer } from '../core/has-answer.js'
 import { readerFixture } from './helpers/reader-fixture.js'
 import { DEFAULT_READER_DIR } from '../core/paths.js'
+import { prerequisite } from './helpers/prerequisite.js'
 
 interface ReferenceOutput {
   input_index: number
@@ -292,7 +293,7 @@ test('question disambiguation batched across questions gives each question what 
 
 // The shipped int8 model quantises each batch's activations with one scale: batched with another
 // question's answers, a question's rewrites changed with the load until each question was generated alone.
-test('the shipped int8 question disambiguation rewrites a question the same alone and beside others', { skip: existsSync(join(DEFAULT_READER_DIR, 'qd', 'encoder_model_quantized.onnx')) ? false : 'no shipped QD model' }, async () => {
+test('the shipped int8 question disambiguation rewrites a question the same alone and beside others', { skip: prerequisite(existsSync(join(DEFAULT_READER_DIR, 'qd', 'encoder_model_quantized.onnx')) ? false : `no shipped int8 QD model in ${join(DEFAULT_READER_DIR, 'qd')} (scripts/train-defaults builds it)`) }, async () => {
   const shipped = await Seq2SeqModel.load(join(DEFAULT_READER_DIR, 'qd'), { precision: 'int8', threads: 1 })
   try {
     const qd = new QuestionDisambiguator(shipped)
