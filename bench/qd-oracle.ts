@@ -6,10 +6,13 @@
 // questions: identical to the prompt, a repetition (a word twice in a row or a word pair twice), a word from nowhere, the same as
 // another answer's, half of the prompt's content words gone. Each answer's evidence is the first retrieved passage (top --k) holding it.
 //   npx tsc -p . && node dist/bench/qd-oracle.js --model assets/models/reader@384 --model models/qd@96
+//   [--model assets/models/qd-lm: a decoder-only LM folder (lm.json), greedy]
 //   [--heldout data/train/qd-heldout.jsonl: the train-side held-out rewrites, where settings are chosen]
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { QuestionDisambiguator, sourceTexts, type DisambiguationItem, type Rewrite } from '../reader/question-disambiguator.js'
+import { QuestionDisambiguator, sourceTexts, type DisambiguationItem, type Disambiguator, type Rewrite } from '../reader/question-disambiguator.js'
+import { LmDisambiguator } from '../reader/lm-disambiguator.js'
+import { isLmFolder, LlamaLm } from '../reader/generation/llama-lm.js'
 import { rewriteFaults, supportedWords, type RewriteFault } from '../reader/rewrite-check.js'
 import { Seq2SeqModel } from '../reader/generation/seq2seq-model.js'
 import { openRetriever } from '../retriever/open-retriever.js'
@@ -87,9 +90,12 @@ const pct = (x: number) => (100 * x).toFixed(1)
 const rows: string[] = []
 for (const spec of values.model!) {
   const [dir, tokens] = spec.split('@') as [string, string | undefined]
-  const model = await Seq2SeqModel.load(dir, { precision: values.precision as 'int8' | 'fp32' })
-  for (const edits of values.edits!.split(',')) for (const candidates of values.candidates!.split(',').map(Number)) {
-    const qd = new QuestionDisambiguator(model, { maxInputTokens: Number(tokens ?? 384), candidates, evidenceVocabulary: edits === 'vocab', generation: { noRepeatNgramSize: Number(values['no-repeat']) } })
+  // A decoder-only LM folder (lm.json) runs once, greedy; a seq2seq export for each setting asked.
+  const lm = isLmFolder(dir) ? await LlamaLm.load(dir) : undefined
+  const model = lm ? undefined : await Seq2SeqModel.load(dir, { precision: values.precision as 'int8' | 'fp32' })
+  const settings = lm ? [{ edits: 'free', candidates: 1 }] : values.edits!.split(',').flatMap((edits) => values.candidates!.split(',').map((c) => ({ edits, candidates: Number(c) })))
+  for (const { edits, candidates } of settings) {
+    const qd: Disambiguator = lm ? new LmDisambiguator(lm) : new QuestionDisambiguator(model!, { maxInputTokens: Number(tokens ?? 384), candidates, evidenceVocabulary: edits === 'vocab', generation: { noRepeatNgramSize: Number(values['no-repeat']) } })
     const started = performance.now()
     const rewrites = new Map<string, Rewrite[]>()
     for (let i = 0; i < multi.length; i += 8) {
@@ -127,7 +133,7 @@ for (const spec of values.model!) {
     rows.push(`| ${dir} (${tokens ?? 384} tokens) | ${edits} | ${candidates} | ${pct(raw['F1 edit-f1']!.multi)} / ${pct(raw['F1 bleu4']!.multi)} | ${pct(checked['F1 edit-f1']!.multi)} / ${pct(checked['F1 bleu4']!.multi)} / ${pct(checked['F1 edit-f1']!.all)} | ${pct(rewritten / total)} | ${rate('identical')} | ${rate('repetition')} | ${rate('unsupported-word')} | ${rate('duplicate')} | ${rate('not-minimal')} | ${rate('any')} | ${seconds.toFixed(0)} |`)
     process.stderr.write(`${rows.at(-1)}\n`)
   }
-  await model.close()
+  await (lm ?? model)!.close()
 }
 console.log(`oracle QD on ${records.length} ${values.heldout ? 'held-out train-side' : 'eval-300'} questions (${multi.length} multi-answer; ${values.precision})`)
 console.log('| model | edits | candidates | best proposal: EDIT-F1 / BLEU-4 (multi) | returned: EDIT-F1 / BLEU-4 (multi) / EDIT-F1 (all) | rewritten % | identical % | repetition % | word from nowhere % | duplicate % | not minimal % | any fault % | s |')

@@ -14,6 +14,9 @@ export const DEFAULT_SHARED_DATA = resolve(PROJECT_ROOT, '..', 'shared', 'data')
 /** Where scripts/assets lays out the sentence encoders. */
 export const DEFAULT_ENCODERS_DIR = join(PROJECT_ROOT, 'models', 'encoders')
 
+/** Where `scripts/assets lm-base` puts the pretrained decoder's GGUF (too big for the repository). */
+export const DEFAULT_LM_BASE_DIR = join(PROJECT_ROOT, 'models', 'base')
+
 /** The trained reader models the demo uses (small int8 exports kept in the repository). */
 export const DEFAULT_READER_DIR = join(PROJECT_ROOT, 'assets', 'models')
 

@@ -45,7 +45,34 @@ export interface Rewrite {
   proposal: string
 }
 
-export class QuestionDisambiguator {
+/** What the reader's disambiguation stage runs: the seq2seq model here, or a decoder-only LM
+ * (lm-disambiguator.ts). Both return one checked rewrite per answer. */
+export interface Disambiguator {
+  disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<Rewrite[][]>
+}
+
+/**
+ * The one place a proposal becomes a returned rewrite: per answer, the first of its proposals
+ * (best first) without a fault (rewrite-check.ts), else the prompt marked as not rewritten.
+ */
+export function checkedRewrites(item: DisambiguationItem, proposals: readonly (readonly string[])[]): Rewrite[] {
+  const supported = supportedWords(sourceTexts(item))
+  const chosen: string[] = []
+  return proposals.map((list) => {
+    const texts = list.filter((t) => t.length > 0)
+    const pick = texts.find((t) => rewriteFaults(item.question, t, supported, chosen).length === 0)
+    if (pick === undefined) return { question: item.question, rewritten: false, proposal: texts[0] ?? '' }
+    chosen.push(pick)
+    return { question: pick, rewritten: true, proposal: texts[0]! }
+  })
+}
+
+/** A single answer keeps the prompt question as it is. */
+export function unrewritten(item: DisambiguationItem): Rewrite[] {
+  return item.answers.map(() => ({ question: item.question, rewritten: false, proposal: '' }))
+}
+
+export class QuestionDisambiguator implements Disambiguator {
   readonly options: DisambiguatorOptions
 
   constructor(readonly model: Seq2SeqModel, options: Partial<DisambiguatorOptions> = {}) {
@@ -77,7 +104,7 @@ export class QuestionDisambiguator {
   }
 
   private async rewrites(item: DisambiguationItem, signal?: AbortSignal): Promise<Rewrite[]> {
-    if (item.answers.length < 2) return item.answers.map(() => ({ question: item.question, rewritten: false, proposal: '' }))
+    if (item.answers.length < 2) return unrewritten(item)
     const base = { ...this.model.generationDefaults, ...this.options.generation }
     const vocabulary = this.options.evidenceVocabulary ? this.vocabulary(item) : undefined
     // Room for the prompt and maxInserted more tokens (the model's default, 20, cut rewrites
@@ -88,15 +115,7 @@ export class QuestionDisambiguator {
     }))
     const n = Math.max(1, this.options.candidates)
     const hypotheses = await generate(this.model, requests, { ...base, numBeams: n, numReturnSequences: n }, signal ? { signal } : {})
-    const supported = supportedWords(sourceTexts(item))
-    const chosen: string[] = []
-    return hypotheses.map((list) => {
-      const texts = list.map((h) => tidy(this.model.tokenizer.decode(h.generated))).filter((t) => t.length > 0)
-      const pick = texts.find((t) => rewriteFaults(item.question, t, supported, chosen).length === 0)
-      if (pick === undefined) return { question: item.question, rewritten: false, proposal: texts[0] ?? '' }
-      chosen.push(pick)
-      return { question: pick, rewritten: true, proposal: texts[0]! }
-    })
+    return checkedRewrites(item, hypotheses.map((list) => list.map((h) => tidy(this.model.tokenizer.decode(h.generated)))))
   }
 }
 

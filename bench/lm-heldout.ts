@@ -1,0 +1,68 @@
+// bench/lm-heldout: scores rewrites the trainer generated for the QD held-out split (train side,
+// train/splits/qd-heldout.txt) with the official metric, gold answers given. `generated-<run>.jsonl`
+// holds base-vocabulary token ids (train_lm_adapter's `generate`, greedy as serving decodes); they
+// are turned back to text with the base model's own tokenizer. `--serve FOLDER` generates them
+// instead as serving does (llama.cpp, the folder's GGUF adapter) from the same prompts. Where
+// settings are chosen: never eval-300.
+//   node dist/bench/lm-heldout.js --gguf models/base/gemma-3-270m-q4_k_m.gguf --data data/train RUN_DIR/generated-*.jsonl
+//   node dist/bench/lm-heldout.js --serve assets/models/qd-lm
+import { readFileSync } from 'node:fs'
+import { basename } from 'node:path'
+import { parseArgs } from 'node:util'
+import { getLlama, type Token } from 'node-llama-cpp'
+import { generatedLine, qdAnswerLine, qdPrefix } from '../reader/lm-prompt.js'
+import { LlamaLm } from '../reader/generation/llama-lm.js'
+import { qdGroups } from '../src/training/lm-pack.js'
+import { scoreAmbigNq, type AmbigNqRecord, type PredictedQaPair } from '../src/eval/score-ambignq.js'
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { serve: { type: 'string', multiple: true, default: [] }, gguf: { type: 'string', default: 'models/base/gemma-3-270m-q4_k_m.gguf' }, data: { type: 'string', default: 'data/train' }, show: { type: 'string', default: '0' } },
+})
+const rows = readFileSync(`${values.data}/qd-heldout.jsonl`, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l))
+const groups = new Map(qdGroups(rows).map((g) => [g.id, g]))
+const llama = await getLlama({ gpu: false, build: 'never', progressLogs: false })
+const model = await llama.loadModel({ modelPath: values.gguf! })
+const pct = (x: number) => (100 * x).toFixed(1)
+console.log('| run | questions (multi) | F1 EDIT-F1 multi | F1 BLEU-4 multi | rewrites keeping every prompt word % |')
+console.log('|---|---|---|---|---|')
+async function served(dir: string): Promise<{ id: string, generated: number[][] }[]> {
+  const lm = await LlamaLm.load(dir)
+  const out: { id: string, generated: number[][] }[] = []
+  for (const g of groups.values()) {
+    if (g.pairs.length < 2) continue
+    const { lines } = await lm.lines(qdPrefix(g.question, g.answers, g.evidence), g.pairs.map((p) => qdAnswerLine(p.answer)), 48)
+    out.push({ id: g.id, generated: lines.map((l) => Array.from(model.tokenize(l)) as number[]) })
+  }
+  await lm.close()
+  return out
+}
+
+for (const file of [...positionals, ...values.serve!]) {
+  const gen = values.serve!.includes(file) ? await served(file) : readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as { id: string, generated: number[][] })
+  const records: AmbigNqRecord[] = []
+  const predictions: Record<string, PredictedQaPair[]> = {}
+  let kept = 0
+  let total = 0
+  for (const g of gen) {
+    const group = groups.get(g.id)
+    if (!group || group.pairs.length < 2) continue
+    records.push({ id: g.id, question: group.question, annotations: [{ type: 'multipleQAs', qaPairs: group.pairs.map((p) => ({ question: p.rewrite, answer: [p.answer] })) }] })
+    predictions[g.id] = group.pairs.map((p, i) => {
+      const question = generatedLine(model.detokenize((g.generated[i] ?? []) as unknown as Token[]))
+      const words = new Set(question.toLowerCase().match(/\w+/gu) ?? [])
+      total++
+      if ((group.question.toLowerCase().match(/\w+/gu) ?? []).every((w) => words.has(w))) kept++
+      return { question, answer: p.answer }
+    })
+  }
+  const m = scoreAmbigNq(records, predictions).metrics
+  console.log(`| ${basename(file)} | ${records.length} | ${pct(m['F1 edit-f1']!.multi)} | ${pct(m['F1 bleu4']!.multi)} | ${pct(kept / total)} |`)
+  for (const r of records.slice(0, Number(values.show))) {
+    const a = r.annotations[0]
+    if (a?.type !== 'multipleQAs') continue
+    a.qaPairs.forEach((p, i) => console.log(`  ${r.question} → ${predictions[r.id]![i]!.question}   [gold: ${p.question}]`))
+  }
+}
+await model.dispose()
+await llama.dispose()

@@ -1,0 +1,137 @@
+// A pretrained decoder-only model with a LoRA adapter, run by llama.cpp (node-llama-cpp): the
+// base GGUF is fetched once by `scripts/assets lm-base` (it is 253 MB, too big for the repository),
+// the adapter (15 MB) ships in the model folder. Chosen over the project's ONNX generation engine
+// because llama.cpp runs the 4-bit base and the adapter as they are: an ONNX export would be the
+// dequantised 1 GB model, or a re-quantisation the adapter was not trained against.
+//
+// A model folder holds lm.json {base: {file, sha256}, adapter: "adapter.gguf", task, format} and
+// the adapter. One context with one sequence: llama.cpp computes on its own threads (the event
+// loop stays free) and the calls take turns.
+import { createHash } from 'node:crypto'
+import { createReadStream, existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from 'node-llama-cpp'
+import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../../core/errors.js'
+import type { Logger } from '../../core/log.js'
+import { DEFAULT_LM_BASE_DIR } from '../../core/paths.js'
+
+export const LM_FOLDER_FILE = 'lm.json'
+const FETCH_BASE = 'scripts/assets lm-base'
+
+export interface LmFolder {
+  base: { file: string, sha256: string }
+  adapter: string
+  task: 'qd' | 'span'
+  /** The prompt layout it was trained on (reader/lm-prompt.ts). */
+  format: 'lm-prompt-v1'
+}
+
+/** Whether a model folder is a decoder-only LM (an lm.json) rather than a seq2seq export. */
+export function isLmFolder(dir: string): boolean {
+  return existsSync(join(dir, LM_FOLDER_FILE))
+}
+
+export function readLmFolder(dir: string): LmFolder {
+  const path = join(dir, LM_FOLDER_FILE)
+  let spec: LmFolder
+  try {
+    spec = JSON.parse(readFileSync(path, 'utf8')) as LmFolder
+  } catch (e) {
+    throw ERR_MODEL_INVALID(path, `not readable JSON (${(e as Error).message})`, 'Rebuild the folder with `scripts/train-defaults qd-lm`')
+  }
+  if (spec.format !== 'lm-prompt-v1' || typeof spec.base?.file !== 'string' || typeof spec.adapter !== 'string') {
+    throw ERR_MODEL_INVALID(path, 'not an lm.json this server runs (format lm-prompt-v1, base.file, adapter)', 'Rebuild the folder with `scripts/train-defaults qd-lm`')
+  }
+  return spec
+}
+
+async function sha256(path: string): Promise<string> {
+  const hash = createHash('sha256')
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer)
+  return hash.digest('hex')
+}
+
+export interface LlamaLmOptions {
+  threads?: number
+  /** Where the base GGUF files are (default models/base, or AMBIGQA_LM_BASE_DIR). */
+  baseDir?: string
+  logger?: Logger
+}
+
+/** One generated line per forced segment, and the tokens read and written for it. */
+export interface GeneratedLines { lines: string[], tokens: number }
+
+export class LlamaLm {
+  private turn: Promise<unknown> = Promise.resolve()
+
+  private constructor(readonly spec: LmFolder, private readonly llama: Llama, private readonly model: LlamaModel,
+    private readonly context: LlamaContext, private readonly sequence: LlamaContextSequence) {}
+
+  static async load(dir: string, options: LlamaLmOptions = {}): Promise<LlamaLm> {
+    const spec = readLmFolder(dir)
+    const baseDir = options.baseDir ?? process.env.AMBIGQA_LM_BASE_DIR ?? DEFAULT_LM_BASE_DIR
+    const base = join(baseDir, spec.base.file)
+    if (!existsSync(base)) throw ERR_MODEL_MISSING(base, FETCH_BASE)
+    const adapter = join(dir, spec.adapter)
+    if (!existsSync(adapter)) throw ERR_MODEL_MISSING(adapter, 'scripts/train-defaults qd-lm')
+    // A base that is not the file the adapter was trained against would answer, wrongly: refuse it.
+    const digest = await sha256(base)
+    if (digest !== spec.base.sha256) throw ERR_MODEL_INVALID(base, `sha256 ${digest} is not the base the adapter was trained on (${spec.base.sha256})`, `Fetch it again with \`${FETCH_BASE}\``)
+    const llama = await getLlama({ gpu: false, build: 'never', progressLogs: false, logLevel: LlamaLogLevel.error,
+      logger: (level, message) => { if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) options.logger?.warn({ llama: message.trim() }, 'llama.cpp') } })
+    const model = await llama.loadModel({ modelPath: base })
+    try {
+      const context = await model.createContext({ contextSize: 2048, threads: options.threads ?? 2, lora: { adapters: [{ filePath: adapter }] } })
+      return new LlamaLm(spec, llama, model, context, context.getSequence())
+    } catch (e) {
+      await model.dispose()
+      throw e
+    }
+  }
+
+  tokenize(text: string): Token[] {
+    return this.model.tokenize(text)
+  }
+
+  /**
+   * Greedy, as the trainer generated its held-out lines: BOS and the prefix, then for each forced
+   * segment the segment and a generated line, ended by the first token holding a newline (or
+   * maxTokens). A later segment reads the earlier lines as written. Calls take turns.
+   */
+  async lines(prefix: string, forced: readonly string[], maxTokens: number, signal?: AbortSignal): Promise<GeneratedLines> {
+    const run = this.turn.then(() => this.generate(prefix, forced, maxTokens, signal))
+    this.turn = run.catch(() => undefined)
+    return run
+  }
+
+  private async generate(prefix: string, forced: readonly string[], maxTokens: number, signal?: AbortSignal): Promise<GeneratedLines> {
+    signal?.throwIfAborted()
+    await this.sequence.clearHistory()
+    const bos = this.model.tokens.bos
+    let pending: Token[] = [...(bos === null ? [] : [bos]), ...this.tokenize(prefix)]
+    const lines: string[] = []
+    let tokens = 0
+    for (const segment of forced) {
+      signal?.throwIfAborted()
+      const input = [...pending, ...this.tokenize(segment)]
+      const out: Token[] = []
+      for await (const t of this.sequence.evaluate(input, { temperature: 0 })) {
+        out.push(t)
+        if (this.model.detokenize([t]).includes('\n') || out.length >= maxTokens || this.model.isEogToken(t)) break
+        if (signal?.aborted) break
+      }
+      tokens += input.length + out.length
+      lines.push(this.model.detokenize(out))
+      // The line's last token was sampled, not yet read: it leads the next segment's input.
+      pending = out.slice(-1)
+    }
+    return { lines, tokens }
+  }
+
+  async close(): Promise<void> {
+    await this.turn
+    await this.context.dispose()
+    await this.model.dispose()
+    await this.llama.dispose()
+  }
+}

@@ -1,0 +1,36 @@
+// Question disambiguation by the pretrained decoder (Gemma 3 270M + a LoRA adapter, llama-lm.ts):
+// all of a question's rewrites in one pass over one prompt (reader/lm-prompt.ts), the evidence,
+// question and answer set first, then per answer a forced `Answer:` line and the rewrite it
+// writes. Greedy, one proposal per answer, checked like the seq2seq model's (checkedRewrites).
+import type { RetrievedPassage } from '../core/retriever.js'
+import type { LlamaLm } from './generation/llama-lm.js'
+import { generatedLine, pickEvidence, qdAnswerLine, qdPrefix } from './lm-prompt.js'
+import { checkedRewrites, unrewritten, type DisambiguationItem, type Disambiguator, type Rewrite } from './question-disambiguator.js'
+
+/** Tokens a rewrite may take (AmbigNQ's longest rewrites are about 40). */
+const MAX_REWRITE_TOKENS = 48
+
+export class LmDisambiguator implements Disambiguator {
+  constructor(readonly lm: LlamaLm) {
+    if (lm.spec.task !== 'qd') throw new Error(`LmDisambiguator: the model folder is trained for ${lm.spec.task}, not qd`)
+  }
+
+  /** Each answer's own evidence first, then the passages read (the trainer's order). */
+  static evidence(item: DisambiguationItem): RetrievedPassage[] {
+    const own = item.answers.map((_, j) => [...(item.evidence?.[j] ?? []), ...item.passages])
+    return pickEvidence(own) as RetrievedPassage[]
+  }
+
+  async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<Rewrite[][]> {
+    const out: Rewrite[][] = []
+    for (const item of items) {
+      if (item.answers.length < 2) {
+        out.push(unrewritten(item))
+        continue
+      }
+      const { lines } = await this.lm.lines(qdPrefix(item.question, item.answers, LmDisambiguator.evidence(item)), item.answers.map(qdAnswerLine), MAX_REWRITE_TOKENS, signal)
+      out.push(checkedRewrites(item, lines.map((l) => [generatedLine(l)])))
+    }
+    return out
+  }
+}

@@ -1,0 +1,72 @@
+// Question disambiguation by the pretrained decoder (assets/models/qd-lm: Gemma 3 270M from
+// `scripts/assets lm-base` + the shipped LoRA adapter, run by llama.cpp): a real question with
+// two real answers gets one checked rewrite per answer, a single answer keeps the prompt, and a
+// missing or wrong base is a coded error that names the command that fetches it.
+import assert from 'node:assert/strict'
+import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, test } from 'node:test'
+import { DEFAULT_LM_BASE_DIR, DEFAULT_READER_DIR } from '../core/paths.js'
+import { LlamaLm, readLmFolder } from '../reader/generation/llama-lm.js'
+import { LmDisambiguator } from '../reader/lm-disambiguator.js'
+import type { RetrievedPassage } from '../core/retriever.js'
+import { prerequisite } from './helpers/prerequisite.js'
+
+const folder = join(DEFAULT_READER_DIR, 'qd-lm')
+const base = existsSync(join(folder, 'lm.json')) ? join(DEFAULT_LM_BASE_DIR, readLmFolder(folder).base.file) : ''
+const skip = prerequisite(!existsSync(base) ? `needs the decoder's base model ${base || 'models/base'}: run scripts/assets lm-base` : false)
+let lm: LlamaLm
+let qd: LmDisambiguator
+
+before(async () => {
+  if (skip) return
+  lm = await LlamaLm.load(folder, { threads: 1 })
+  qd = new LmDisambiguator(lm)
+})
+after(async () => { if (!skip) await lm.close() })
+
+const passage = (id: string, title: string, text: string): RetrievedPassage => ({ id, title, text, score: 1 })
+
+test('two answers get one checked rewrite each, in English, keeping the prompt\'s words', { skip, timeout: 120_000 }, async () => {
+  const item = {
+    question: 'When did the harry potter movie come out?',
+    answers: ['16 November 2001', '4 November 2001'],
+    passages: [passage('1', "Harry Potter and the Philosopher's Stone (film)", "The film was released to cinemas in the United Kingdom and the United States on 16 November 2001, after its world premiere in London on 4 November 2001.")],
+  }
+  const [rewrites] = await qd.disambiguate([item])
+  assert.equal(rewrites!.length, 2)
+  for (const r of rewrites!) {
+    assert.ok(r.proposal.length > 0, 'the model proposed a rewrite')
+    assert.ok(!r.proposal.includes('\n'))
+    if (r.rewritten) {
+      assert.notEqual(r.question.toLowerCase(), item.question.toLowerCase())
+      for (const w of ['harry', 'potter']) assert.ok(r.question.toLowerCase().includes(w), `"${r.question}" keeps "${w}"`)
+    } else {
+      assert.equal(r.question, item.question, 'a refused rewrite answers with the prompt')
+    }
+  }
+  // Greedy: the same item gives the same rewrites.
+  const [again] = await qd.disambiguate([item])
+  assert.deepEqual(again, rewrites)
+})
+
+test('a single answer keeps the prompt without running the model', { skip }, async () => {
+  const [rewrites] = await qd.disambiguate([{ question: 'when was harvard founded?', answers: ['1636'], passages: [] }])
+  assert.deepEqual(rewrites, [{ question: 'when was harvard founded?', rewritten: false, proposal: '' }])
+})
+
+test('a missing base is AMBIGQA_ERR_MODEL_MISSING naming scripts/assets lm-base; a different file is refused', { skip }, async () => {
+  const empty = mkdtempSync(join(tmpdir(), 'lm-base-'))
+  try {
+    await assert.rejects(LlamaLm.load(folder, { baseDir: empty }), (e: Error & { code?: string }) => e.code === 'AMBIGQA_ERR_MODEL_MISSING' && e.message.includes('scripts/assets lm-base'))
+    writeFileSync(join(empty, readLmFolder(folder).base.file), 'not the model')
+    await assert.rejects(LlamaLm.load(folder, { baseDir: empty }), (e: Error & { code?: string }) => e.code === 'AMBIGQA_ERR_MODEL_INVALID' && e.message.includes('sha256'))
+    const copy = join(empty, 'qd-lm')
+    cpSync(folder, copy, { recursive: true })
+    writeFileSync(join(copy, 'lm.json'), '{"format": "something else"}')
+    assert.throws(() => readLmFolder(copy), (e: Error & { code?: string }) => e.code === 'AMBIGQA_ERR_MODEL_INVALID')
+  } finally {
+    rmSync(empty, { recursive: true, force: true })
+  }
+})
