@@ -13,6 +13,8 @@ import { getLlama, type Token } from 'node-llama-cpp'
 import { generatedLine, qdAnswerLine, qdPrefix } from '../reader/lm-prompt.js'
 import { LlamaLm } from '../reader/generation/llama-lm.js'
 import { qdGroups } from '../src/training/lm-pack.js'
+import { checkedRewrites } from '../reader/question-disambiguator.js'
+import { rewriteFaults, supportedWords, type RewriteFault } from '../reader/rewrite-check.js'
 import { scoreAmbigNq, type AmbigNqRecord, type PredictedQaPair } from '../src/eval/score-ambignq.js'
 
 const { values, positionals } = parseArgs({
@@ -24,8 +26,8 @@ const groups = new Map(qdGroups(rows).map((g) => [g.id, g]))
 const llama = await getLlama({ gpu: false, build: 'never', progressLogs: false })
 const model = await llama.loadModel({ modelPath: values.gguf! })
 const pct = (x: number) => (100 * x).toFixed(1)
-console.log('| run | questions (multi) | F1 EDIT-F1 multi | F1 BLEU-4 multi | rewrites keeping every prompt word % |')
-console.log('|---|---|---|---|---|')
+console.log('| run | questions (multi) | F1 EDIT-F1 multi | F1 BLEU-4 multi | rewrites keeping every prompt word % | returned (every check): EDIT-F1 / BLEU-4 / rewritten % | returned (no word-from-nowhere check): EDIT-F1 / BLEU-4 / rewritten % | gold rewrites with a word from nowhere % |')
+console.log('|---|---|---|---|---|---|---|---|')
 async function served(dir: string): Promise<{ id: string, generated: number[][] }[]> {
   const lm = await LlamaLm.load(dir)
   const out: { id: string, generated: number[][] }[] = []
@@ -56,8 +58,30 @@ for (const file of [...positionals, ...values.serve!]) {
       return { question, answer: p.answer }
     })
   }
+  // What the server would return: the proposals through the rewrite checks, with and without the
+  // word-from-nowhere check (the evidence is the prompt's own), and how often AmbigNQ's own rewrites
+  // would fail that check against the same evidence.
+  const checked = (ignore: readonly RewriteFault[]) => {
+    const out: Record<string, PredictedQaPair[]> = {}
+    let rewritten = 0
+    for (const r of records) {
+      const g = groups.get(r.id)!
+      const item = { question: g.question, answers: g.pairs.map((p) => p.answer), passages: g.evidence.map((e, i) => ({ id: String(i), title: e.title, text: e.text, score: 1 })) }
+      const list = checkedRewrites(item, predictions[r.id]!.map((p) => [p.question]), ignore)
+      rewritten += list.filter((x) => x.rewritten).length
+      out[r.id] = list.map((x, i) => ({ question: x.question, answer: g.pairs[i]!.answer }))
+    }
+    const mm = scoreAmbigNq(records, out).metrics
+    return `${pct(mm['F1 edit-f1']!.multi)} / ${pct(mm['F1 bleu4']!.multi)} / ${pct(rewritten / total)}`
+  }
+  let goldFails = 0
+  for (const r of records) {
+    const g = groups.get(r.id)!
+    const supported = supportedWords([g.question, ...g.answers, ...g.evidence.map((e) => e.text)])
+    for (const p of g.pairs) if (rewriteFaults(g.question, p.rewrite, supported).includes('unsupported-word')) goldFails++
+  }
   const m = scoreAmbigNq(records, predictions).metrics
-  console.log(`| ${basename(file)} | ${records.length} | ${pct(m['F1 edit-f1']!.multi)} | ${pct(m['F1 bleu4']!.multi)} | ${pct(kept / total)} |`)
+  console.log(`| ${basename(file)} | ${records.length} | ${pct(m['F1 edit-f1']!.multi)} | ${pct(m['F1 bleu4']!.multi)} | ${pct(kept / total)} | ${checked([])} | ${checked(['unsupported-word'])} | ${pct(goldFails / total)} |`)
   for (const r of records.slice(0, Number(values.show))) {
     const a = r.annotations[0]
     if (a?.type !== 'multipleQAs') continue

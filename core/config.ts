@@ -163,7 +163,7 @@ export const defaults: Config = {
   // read: passages the reader reads when a request does not say (ask's options.read, --read);
   // retrieve: passages retrieved for it when a request does not say (options.retrieve, --retrieve).
   reader: {
-    kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'qd'),
+    kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'qd-lm'),
     precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 8, qdEvidenceVocabulary: true, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
     keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), verifier: join(PROJECT_ROOT, 'models', 'verifier'), minConfidence: 0.15, oneAnswerWhenUnambiguous: true, read: 20,
     retrieve: 100,

@@ -9,7 +9,7 @@ import type { RetrievedPassage } from '../core/retriever.js'
 import { generate, type GenerateRequest } from './generation/generate.js'
 import type { GenerationOptions } from './generation/generation-options.js'
 import { qdInput } from './reader-input.js'
-import { FUNCTION_WORDS, rewriteFaults, supportedWords } from './rewrite-check.js'
+import { FUNCTION_WORDS, rewriteFaults, supportedWords, type RewriteFault } from './rewrite-check.js'
 import type { TokenConstraint } from './generation/logits-processors.js'
 import type { Seq2SeqModel } from './generation/seq2seq-model.js'
 
@@ -55,12 +55,12 @@ export interface Disambiguator {
  * The one place a proposal becomes a returned rewrite: per answer, the first of its proposals
  * (best first) without a fault (rewrite-check.ts), else the prompt marked as not rewritten.
  */
-export function checkedRewrites(item: DisambiguationItem, proposals: readonly (readonly string[])[]): Rewrite[] {
+export function checkedRewrites(item: DisambiguationItem, proposals: readonly (readonly string[])[], ignore: readonly RewriteFault[] = []): Rewrite[] {
   const supported = supportedWords(sourceTexts(item))
   const chosen: string[] = []
   return proposals.map((list) => {
     const texts = list.filter((t) => t.length > 0)
-    const pick = texts.find((t) => rewriteFaults(item.question, t, supported, chosen).length === 0)
+    const pick = texts.find((t) => rewriteFaults(item.question, t, supported, chosen).every((f) => ignore.includes(f)))
     if (pick === undefined) return { question: item.question, rewritten: false, proposal: texts[0] ?? '' }
     chosen.push(pick)
     return { question: pick, rewritten: true, proposal: texts[0]! }

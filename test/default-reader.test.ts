@@ -13,14 +13,16 @@ import { hasAnswer } from '../core/has-answer.js'
 import { openPipeline } from '../src/pipeline/open-pipeline.js'
 import type { Pipeline } from '../src/pipeline/pipeline.js'
 import { silentLogger } from '../core/log.js'
-import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR } from '../core/paths.js'
+import { DEFAULT_ENCODERS_DIR, DEFAULT_LM_BASE_DIR, DEFAULT_READER_DIR } from '../core/paths.js'
 import { buildDemoStore } from './helpers/demo-store.js'
 import { prerequisite } from './helpers/prerequisite.js'
 
 const shipped = existsSync(`${DEFAULT_READER_DIR}/reader/encoder_model_quantized.onnx`) && existsSync(`${DEFAULT_READER_DIR}/extractive/model_quantized.onnx`) && existsSync(`${DEFAULT_READER_DIR}/calibration/calibration.json`)
 const encoder = existsSync(join(DEFAULT_ENCODERS_DIR, defaults.dense.model, 'model.onnx'))
+const base = existsSync(join(DEFAULT_LM_BASE_DIR, 'gemma-3-270m-q4_k_m.gguf'))
 const skip = prerequisite(!shipped ? `no shipped readers in ${DEFAULT_READER_DIR}/reader, extractive and calibration (scripts/train-defaults builds them)`
-  : !encoder ? `needs models/encoders/${defaults.dense.model}: run scripts/assets ${defaults.dense.model}` : false)
+  : !encoder ? `needs models/encoders/${defaults.dense.model}: run scripts/assets ${defaults.dense.model}`
+    : !base ? `needs the QD model's base in ${DEFAULT_LM_BASE_DIR}: run scripts/assets lm-base` : false)
 let pipeline: Pipeline
 
 before(async () => {

@@ -10,7 +10,8 @@ import { join, relative, sep } from 'node:path'
 import { test } from 'node:test'
 import { defaults } from '../core/config.js'
 import type { BaseRetrieverKind } from '../core/kinds.js'
-import { PROJECT_ROOT } from '../core/paths.js'
+import { DEFAULT_LM_BASE_DIR, PROJECT_ROOT } from '../core/paths.js'
+import { isLmFolder } from '../reader/generation/llama-lm.js'
 import { CALIBRATION_FILE } from '../reader/answer-set-decider.js'
 import { prerequisite } from './helpers/prerequisite.js'
 
@@ -21,6 +22,8 @@ function defaultModelFolders(): { why: string; dir: string }[] {
     { why: `reader.${reader.kind} (reader.kind)`, dir: reader[reader.kind] },
     { why: 'reader.qd', dir: reader.qd },
   ]
+  // A decoder-only QD folder loads its base from models/base (scripts/assets lm-base).
+  if (isLmFolder(reader.qd)) folders.push({ why: 'reader.qd\'s base model', dir: DEFAULT_LM_BASE_DIR })
   if (reader.calibration !== '') {
     folders.push({ why: 'reader.calibration', dir: reader.calibration })
     const calibration = JSON.parse(readFileSync(join(reader.calibration, CALIBRATION_FILE), 'utf8')) as { questionOnly: { encoder: string }; verifier?: unknown }
@@ -35,7 +38,7 @@ function defaultModelFolders(): { why: string; dir: string }[] {
 
 const folders = defaultModelFolders()
 const absent = folders.find((f) => !existsSync(f.dir))
-const skip = prerequisite(absent ? `needs ${relative(PROJECT_ROOT, absent.dir)} (${absent.why}): run scripts/assets for an encoder` : false)
+const skip = prerequisite(absent ? `needs ${relative(PROJECT_ROOT, absent.dir)} (${absent.why}): run scripts/assets for an encoder or lm-base` : false)
 
 test('npm pack lists every file of every model folder the default configuration loads', { skip }, () => {
   const wanted = folders.flatMap(({ why, dir }) => {

@@ -1,0 +1,47 @@
+// The prepared GPU batch (scripts/gpu-batch) cannot rot between the sessions lent a GPU: its CPU
+// dry run packs the real data with the real base (llama.cpp's tokenizer, the pruned vocabulary,
+// the two carries under the device's 64 MiB), stages both parts into a stash as the device calls
+// do, and runs the trainer on the CPU with a tiny config: each run trains, saves its adapter and
+// generates held-out lines the way serving decodes.
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { after, test } from 'node:test'
+import { PROJECT_ROOT } from '../core/paths.js'
+import { trainingEnvironmentProblem } from '../src/training/python-process.js'
+import { prerequisite } from './helpers/prerequisite.js'
+import { sharedFile } from './helpers/shared-data.js'
+
+const run = promisify(execFile)
+const base = join(PROJECT_ROOT, 'models', 'base', 'gemma-3-270m-q4_k_m.gguf')
+const shared = sharedFile('ambignq/train_light.json')
+const skip = shared.skip || prerequisite(trainingEnvironmentProblem(PROJECT_ROOT) ?? (existsSync(base) ? false : `needs the decoder's base model ${base}: run scripts/assets lm-base`))
+const work = mkdtempSync(join(tmpdir(), 'gpu-batch-'))
+after(() => rmSync(work, { recursive: true, force: true }))
+
+test('gpu-batch: pack, stage both carries and run the trainer on the CPU', { skip, timeout: 900_000 }, async () => {
+  const python = join(PROJECT_ROOT, '.venv-train', 'bin', 'python')
+  await run(python, ['-m', 'ambigqa_train.data', 'build', '--only', 'qd', 'spanseqgen2', '--data', join(shared.path, '..', '..'), '--out', join(work, 'data')], { cwd: join(PROJECT_ROOT, 'train') })
+  const env = { ...process.env, GPU_WORK: join(work, 'pack'), GPU_DATA: join(work, 'data'), OUT: join(work, 'out') }
+  await run(join(PROJECT_ROOT, 'scripts', 'gpu-batch'), ['pack'], { cwd: PROJECT_ROOT, env, maxBuffer: 1 << 24 })
+  for (const part of ['carry-1', 'carry-2']) {
+    const dir = join(work, 'pack', part)
+    const bytes = readdirSync(dir).reduce((n, f) => n + statSync(join(dir, f)).size, 0)
+    assert.ok(bytes > 10_000_000 && bytes < 60 * 2 ** 20, `${part} holds ${bytes} bytes: under a device call's 64 MiB with the tree`)
+  }
+  const { stdout } = await run(join(PROJECT_ROOT, 'scripts', 'gpu-batch'), ['dry-run'], { cwd: PROJECT_ROOT, env, maxBuffer: 1 << 24 })
+  assert.match(stdout, /reference logits: max difference 0\.0+ /)
+  const summary = JSON.parse(readFileSync(join(work, 'out', 'summary.json'), 'utf8')) as { run: string, steps?: number, error?: string, heldout_loss?: number }[]
+  assert.deepEqual(summary.map((s) => s.run), ['qd', 'span'])
+  for (const s of summary) {
+    assert.equal(s.error, undefined)
+    assert.ok((s.steps ?? 0) > 0 && Number.isFinite(s.heldout_loss))
+    assert.ok(statSync(join(work, 'out', `adapter-${s.run}.safetensors`)).size > 100_000)
+    const generated = readFileSync(join(work, 'out', `generated-${s.run}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { generated: number[][] })
+    assert.equal(generated.length, 2)
+    for (const g of generated) assert.ok(g.generated.length > 0 && g.generated.every((line) => line.length > 0))
+  }
+})
