@@ -130,7 +130,7 @@ for (const spec of values.model!) {
     const checked = score(predictions)
     const raw = score(proposals)
     const rate = (f: RewriteFault | 'any') => pct((faults.get(f) ?? 0) / total)
-    rows.push(`| ${dir} (${tokens ?? 384} tokens) | ${edits} | ${candidates} | ${pct(raw['F1 edit-f1']!.multi)} / ${pct(raw['F1 bleu4']!.multi)} | ${pct(checked['F1 edit-f1']!.multi)} / ${pct(checked['F1 bleu4']!.multi)} / ${pct(checked['F1 edit-f1']!.all)} | ${pct(rewritten / total)} | ${rate('identical')} | ${rate('repetition')} | ${rate('unsupported-word')} | ${rate('duplicate')} | ${rate('not-minimal')} | ${rate('any')} | ${seconds.toFixed(0)} |`)
+    rows.push(`| ${dir} (${lm ? 'decoder, greedy' : `${tokens ?? 384} tokens`}) | ${edits} | ${candidates} | ${pct(raw['F1 edit-f1']!.multi)} / ${pct(raw['F1 bleu4']!.multi)} | ${pct(checked['F1 edit-f1']!.multi)} / ${pct(checked['F1 bleu4']!.multi)} / ${pct(checked['F1 edit-f1']!.all)} | ${pct(rewritten / total)} | ${rate('identical')} | ${rate('repetition')} | ${rate('unsupported-word')} | ${rate('duplicate')} | ${rate('not-minimal')} | ${rate('any')} | ${seconds.toFixed(0)} |`)
     process.stderr.write(`${rows.at(-1)}\n`)
   }
   await (lm ?? model)!.close()

@@ -88,16 +88,3 @@ export function spanTarget(answers: readonly string[]): string {
 export function generatedLine(text: string): string {
   return oneLine(text.split('\n')[0] ?? '')
 }
-
-/** SpanSeqGen's generated line → distinct answers in order. */
-export function spanAnswers(line: string): string[] {
-  const seen = new Set<string>()
-  const out: string[] = []
-  for (const a of generatedLine(line).split(LM_ANSWER_SEPARATOR.trim())) {
-    const t = a.trim()
-    if (t === '' || seen.has(t.toLowerCase())) continue
-    seen.add(t.toLowerCase())
-    out.push(t)
-  }
-  return out
-}

@@ -8,7 +8,9 @@ to the output layer: the kept rows are the output vocabulary too). The transform
 their raw quantised bytes and are dequantised where they train.
 
   python -m ambigqa_train.lm_base pack --gguf gemma-3-270m-q4_k_m.gguf --vocab kept.npy --out DIR --parts 2
-  python -m ambigqa_train.lm_base check --gguf ... (the blocks equal transformers' own GGUF loader)
+
+The unpacked weights equal what transformers' own GGUF loader makes of the file (checked once,
+2026-11-26, every tensor bit for bit); train/tests/test_lm_adapter.py checks the mapping on a tiny GGUF.
 """
 from __future__ import annotations
 
@@ -19,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-# Gemma 3 (transformers' Gemma3TextConfig) for the 270M GGUF; read from the file's metadata by
-# `gemma3_config`, kept in this form so that the GPU side needs no tokenizer or GGUF loader.
+# GGUF's per-layer tensor names → transformers' Gemma3 module names.
 _NAME_MAP = {
     "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
     "attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
@@ -51,7 +52,8 @@ def _field(reader: Any, key: str) -> Any:
 
 
 def gemma3_config(reader: Any, vocab_size: int) -> dict[str, Any]:
-    """transformers' Gemma3TextConfig kwargs from the GGUF metadata (4.x and 5.x both read them)."""
+    """transformers' Gemma3TextConfig kwargs from the GGUF metadata (4.x and 5.x both read them),
+    written beside the packed tensors so that the machine that trains needs no GGUF loader."""
     a = "gemma3"
     layers = int(_field(reader, f"{a}.block_count"))
     pattern = 6  # every sixth layer attends globally (Gemma 3)

@@ -301,13 +301,11 @@ def train(pack: Path, config: dict[str, Any], out: Path, device_name: str, only:
         f"argmax equal {bool((got.argmax(-1) == ref['logits'].argmax(-1)).all())}")
     if diff > 0.05 * float(np.abs(ref["logits"]).max()):
         raise RuntimeError("the base model built here does not compute what it computed where it was packed")
-    base_state = {k: v.detach().clone() for k, v in base.state_dict().items()}
     summary: list[dict[str, Any]] = []
     for run in config["runs"]:
         if only and run["name"] not in only:
             continue
-        model = base
-        model.load_state_dict(base_state)
+        model = base  # the base's weights stay frozen: unwrapping the LoRA layers restores it
         try:
             wrapped, stats = train_run(model, run, rows, device, log, run.get("budget_s", 1e9))
             save_file(adapter_tensors(wrapped), str(out / f"adapter-{run['name']}.safetensors"),
