@@ -9,9 +9,9 @@
 import { readFileSync } from 'node:fs'
 import { basename } from 'node:path'
 import { parseArgs } from 'node:util'
-import { getLlama, type Token } from 'node-llama-cpp'
+import type { Token } from 'node-llama-cpp'
 import { generatedLine, qdAnswerLine, qdPrefix } from '../reader/lm-prompt.js'
-import { LlamaLm } from '../reader/generation/llama-lm.js'
+import { LlamaLm, openLlama } from '../reader/generation/llama-lm.js'
 import { qdGroups } from '../src/training/lm-pack.js'
 import { checkedRewrites } from '../reader/question-disambiguator.js'
 import { rewriteFaults, supportedWords, type RewriteFault } from '../reader/rewrite-check.js'
@@ -23,25 +23,31 @@ const { values, positionals } = parseArgs({
 })
 const rows = readFileSync(`${values.data}/qd-heldout.jsonl`, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l))
 const groups = new Map(qdGroups(rows).map((g) => [g.id, g]))
-const llama = await getLlama({ gpu: false, build: 'never', progressLogs: false })
+const llama = await openLlama()
 const model = await llama.loadModel({ modelPath: values.gguf! })
 const pct = (x: number) => (100 * x).toFixed(1)
 console.log('| run | questions (multi) | F1 EDIT-F1 multi | F1 BLEU-4 multi | rewrites keeping every prompt word % | returned (every check): EDIT-F1 / BLEU-4 / rewritten % | returned (no word-from-nowhere check): EDIT-F1 / BLEU-4 / rewritten % | gold rewrites with a word from nowhere % |')
 console.log('|---|---|---|---|---|---|---|---|')
-async function served(dir: string): Promise<{ id: string, generated: number[][] }[]> {
+/** Each multi-answer group's generated lines, as serving writes them. */
+async function served(dir: string): Promise<{ id: string, lines: string[] }[]> {
   const lm = await LlamaLm.load(dir)
-  const out: { id: string, generated: number[][] }[] = []
+  const out: { id: string, lines: string[] }[] = []
   for (const g of groups.values()) {
     if (g.pairs.length < 2) continue
-    const { lines } = await lm.lines(qdPrefix(g.question, g.answers, g.evidence), g.pairs.map((p) => qdAnswerLine(p.answer)), 48)
-    out.push({ id: g.id, generated: lines.map((l) => Array.from(model.tokenize(l)) as number[]) })
+    out.push({ id: g.id, lines: await lm.lines(qdPrefix(g.question, g.answers, g.evidence), g.pairs.map((p) => qdAnswerLine(p.answer)), 48) })
   }
   await lm.close()
   return out
 }
 
+/** The trainer's generated ids, back to text with the base's tokenizer. */
+function generated(file: string): { id: string, lines: string[] }[] {
+  return readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as { id: string, generated: number[][] })
+    .map((g) => ({ id: g.id, lines: g.generated.map((ids) => model.detokenize(ids as unknown as Token[])) }))
+}
+
 for (const file of [...positionals, ...values.serve!]) {
-  const gen = values.serve!.includes(file) ? await served(file) : readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as { id: string, generated: number[][] })
+  const gen = values.serve!.includes(file) ? await served(file) : generated(file)
   const records: AmbigNqRecord[] = []
   const predictions: Record<string, PredictedQaPair[]> = {}
   let kept = 0
@@ -51,7 +57,7 @@ for (const file of [...positionals, ...values.serve!]) {
     if (!group || group.pairs.length < 2) continue
     records.push({ id: g.id, question: group.question, annotations: [{ type: 'multipleQAs', qaPairs: group.pairs.map((p) => ({ question: p.rewrite, answer: [p.answer] })) }] })
     predictions[g.id] = group.pairs.map((p, i) => {
-      const question = generatedLine(model.detokenize((g.generated[i] ?? []) as unknown as Token[]))
+      const question = generatedLine(g.lines[i] ?? '')
       const words = new Set(question.toLowerCase().match(/\w+/gu) ?? [])
       total++
       if ((group.question.toLowerCase().match(/\w+/gu) ?? []).every((w) => words.has(w))) kept++

@@ -7,7 +7,7 @@ import type { RetrievedPassage } from '../core/retriever.js'
 import type { LlamaLm } from './generation/llama-lm.js'
 import type { RewriteFault } from './rewrite-check.js'
 import { generatedLine, pickEvidence, qdAnswerLine, qdPrefix } from './lm-prompt.js'
-import { checkedRewrites, unrewritten, type DisambiguationItem, type Disambiguator, type Rewrite } from './question-disambiguator.js'
+import { checkedRewrites, passagesFor, unrewritten, type DisambiguationItem, type Disambiguator, type Rewrite } from './question-disambiguator.js'
 
 /** Tokens a rewrite may take (AmbigNQ's longest rewrites are about 40). */
 const MAX_REWRITE_TOKENS = 48
@@ -28,8 +28,7 @@ export class LmDisambiguator implements Disambiguator {
 
   /** Each answer's own evidence first, then the passages read (the trainer's order). */
   static evidence(item: DisambiguationItem): RetrievedPassage[] {
-    const own = item.answers.map((_, j) => [...(item.evidence?.[j] ?? []), ...item.passages])
-    return pickEvidence(own) as RetrievedPassage[]
+    return pickEvidence(item.answers.map((_, j) => passagesFor(item, j))) as RetrievedPassage[]
   }
 
   async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<Rewrite[][]> {
@@ -39,7 +38,7 @@ export class LmDisambiguator implements Disambiguator {
         out.push(unrewritten(item))
         continue
       }
-      const { lines } = await this.lm.lines(qdPrefix(item.question, item.answers, LmDisambiguator.evidence(item)), item.answers.map(qdAnswerLine), MAX_REWRITE_TOKENS, signal)
+      const lines = await this.lm.lines(qdPrefix(item.question, item.answers, LmDisambiguator.evidence(item)), item.answers.map(qdAnswerLine), MAX_REWRITE_TOKENS, signal)
       out.push(checkedRewrites(item, lines.map((l) => [generatedLine(l)]), LM_IGNORED_FAULTS))
     }
     return out

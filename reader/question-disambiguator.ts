@@ -125,7 +125,8 @@ function tidy(text: string): string {
   return text.replace(/ ([.?!,])/g, '$1').replace(/ ' /g, "'").replace(/ n't\b/g, "n't").replace(/ '(s|m|ve|re)\b/g, "'$1").trim()
 }
 
-function passagesFor(item: DisambiguationItem, answer: number): RetrievedPassage[] {
+/** An answer's own evidence first, then the other passages read. */
+export function passagesFor(item: DisambiguationItem, answer: number): RetrievedPassage[] {
   const own = item.evidence?.[answer] ?? []
   const ids = new Set(own.map((p) => p.id))
   return [...own, ...item.passages.filter((p) => !ids.has(p.id))]

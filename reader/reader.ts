@@ -56,13 +56,14 @@ export class Reader {
     const generation = settings.numBeams > 0 ? { numBeams: settings.numBeams } : {}
     // A folder with lm.json is the pretrained decoder (Gemma 3 + LoRA, llama.cpp); else a seq2seq export.
     const lm = isLmFolder(settings.qd) ? await LlamaLm.load(settings.qd, { threads: settings.threads, ...(logger ? { logger } : {}) }) : undefined
-    const questionModel = lm ?? await Seq2SeqModel.load(settings.qd, device)
+    const seq2seq = lm ? undefined : await Seq2SeqModel.load(settings.qd, device)
+    const questionModel = lm ?? seq2seq!
     try {
       // Small QD models loop ("do do do"); a repeated word pair is refused by the checks, so
       // decoding repeats no token pair (on the held-out rewrites: EDIT-F1 6.2 against 5.3 with 3).
-      const disambiguator: Disambiguator = lm
-        ? new LmDisambiguator(lm)
-        : new QuestionDisambiguator(questionModel as Seq2SeqModel, { maxInputTokens: settings.qdMaxInputTokens, candidates: settings.qdCandidates, evidenceVocabulary: settings.qdEvidenceVocabulary, generation: { noRepeatNgramSize: 2, ...generation } })
+      const disambiguator: Disambiguator = seq2seq
+        ? new QuestionDisambiguator(seq2seq, { maxInputTokens: settings.qdMaxInputTokens, candidates: settings.qdCandidates, evidenceVocabulary: settings.qdEvidenceVocabulary, generation: { noRepeatNgramSize: 2, ...generation } })
+        : new LmDisambiguator(lm!)
       if (settings.kind === 'extractive') {
         const options = extractiveSettings(settings)
         // A committee folder (committee.json) is the co-trained ensemble: its members vote with their spans.
@@ -71,7 +72,7 @@ export class Reader {
           : await ExtractiveReader.load(settings.extractive, device, options)
         return new Reader(extractive, disambiguator, [extractive, questionModel], settings.maxBatch)
       }
-      const answerModel = settings.qd === settings.spanseqgen && !lm ? questionModel as Seq2SeqModel : await Seq2SeqModel.load(settings.spanseqgen, device)
+      const answerModel = seq2seq && settings.qd === settings.spanseqgen ? seq2seq : await Seq2SeqModel.load(settings.spanseqgen, device)
       const spanSeqGen = new SpanSeqGen(answerModel, { maxInputTokens: settings.maxInputTokens, constrainToPassages: settings.constrainToPassages, generation, readEach: settings.readEach, poolKeep: settings.poolKeep })
       return new Reader(spanSeqGen, disambiguator, [...new Set([answerModel, questionModel])], settings.maxBatch)
     } catch (error) {

@@ -53,13 +53,19 @@ async function sha256(path: string): Promise<string> {
 
 export interface LlamaLmOptions {
   threads?: number
-  /** Where the base GGUF files are (default models/base, or AMBIGQA_LM_BASE_DIR). */
+  /** Where the base GGUF files are (default models/base). */
   baseDir?: string
   logger?: Logger
 }
 
-/** One generated line per forced segment, and the tokens read and written for it. */
-export interface GeneratedLines { lines: string[], tokens: number }
+/**
+ * llama.cpp as every user of it here starts it: the CPU binary node-llama-cpp ships prebuilt (never
+ * a build or a download), its own log quiet but for errors, which go to `logger`.
+ */
+export async function openLlama(logger?: Logger): Promise<Llama> {
+  return getLlama({ gpu: false, build: 'never', progressLogs: false, logLevel: LlamaLogLevel.error,
+    logger: (level, message) => { if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) logger?.warn({ llama: message.trim() }, 'llama.cpp') } })
+}
 
 export class LlamaLm {
   private turn: Promise<unknown> = Promise.resolve()
@@ -69,22 +75,20 @@ export class LlamaLm {
 
   static async load(dir: string, options: LlamaLmOptions = {}): Promise<LlamaLm> {
     const spec = readLmFolder(dir)
-    const baseDir = options.baseDir ?? process.env.AMBIGQA_LM_BASE_DIR ?? DEFAULT_LM_BASE_DIR
-    const base = join(baseDir, spec.base.file)
+    const base = join(options.baseDir ?? DEFAULT_LM_BASE_DIR, spec.base.file)
     if (!existsSync(base)) throw ERR_MODEL_MISSING(base, FETCH_BASE)
     const adapter = join(dir, spec.adapter)
     if (!existsSync(adapter)) throw ERR_MODEL_MISSING(adapter, 'scripts/train-defaults qd-lm')
     // A base that is not the file the adapter was trained against would answer, wrongly: refuse it.
     const digest = await sha256(base)
     if (digest !== spec.base.sha256) throw ERR_MODEL_INVALID(base, `sha256 ${digest} is not the base the adapter was trained on (${spec.base.sha256})`, `Fetch it again with \`${FETCH_BASE}\``)
-    const llama = await getLlama({ gpu: false, build: 'never', progressLogs: false, logLevel: LlamaLogLevel.error,
-      logger: (level, message) => { if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) options.logger?.warn({ llama: message.trim() }, 'llama.cpp') } })
-    const model = await llama.loadModel({ modelPath: base })
+    const llama = await openLlama(options.logger)
     try {
+      const model = await llama.loadModel({ modelPath: base })
       const context = await model.createContext({ contextSize: 2048, threads: options.threads ?? 2, lora: { adapters: [{ filePath: adapter }] } })
       return new LlamaLm(spec, llama, model, context, context.getSequence())
     } catch (e) {
-      await model.dispose()
+      await llama.dispose()  // and the model with it
       throw e
     }
   }
@@ -98,19 +102,18 @@ export class LlamaLm {
    * segment the segment and a generated line, ended by the first token holding a newline (or
    * maxTokens). A later segment reads the earlier lines as written. Calls take turns.
    */
-  async lines(prefix: string, forced: readonly string[], maxTokens: number, signal?: AbortSignal): Promise<GeneratedLines> {
+  async lines(prefix: string, forced: readonly string[], maxTokens: number, signal?: AbortSignal): Promise<string[]> {
     const run = this.turn.then(() => this.generate(prefix, forced, maxTokens, signal))
     this.turn = run.catch(() => undefined)
     return run
   }
 
-  private async generate(prefix: string, forced: readonly string[], maxTokens: number, signal?: AbortSignal): Promise<GeneratedLines> {
+  private async generate(prefix: string, forced: readonly string[], maxTokens: number, signal?: AbortSignal): Promise<string[]> {
     signal?.throwIfAborted()
     await this.sequence.clearHistory()
     const bos = this.model.tokens.bos
     let pending: Token[] = [...(bos === null ? [] : [bos]), ...this.tokenize(prefix)]
     const lines: string[] = []
-    let tokens = 0
     for (const segment of forced) {
       signal?.throwIfAborted()
       const input = [...pending, ...this.tokenize(segment)]
@@ -120,12 +123,11 @@ export class LlamaLm {
         if (this.model.detokenize([t]).includes('\n') || out.length >= maxTokens || this.model.isEogToken(t)) break
         if (signal?.aborted) break
       }
-      tokens += input.length + out.length
       lines.push(this.model.detokenize(out))
       // The line's last token was sampled, not yet read: it leads the next segment's input.
       pending = out.slice(-1)
     }
-    return { lines, tokens }
+    return lines
   }
 
   async close(): Promise<void> {

@@ -8,14 +8,14 @@ import { createReadStream, mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { createInterface } from 'node:readline'
 import { parseArgs } from 'node:util'
-import { getLlama, type LlamaModel } from 'node-llama-cpp'
+import type { LlamaModel } from 'node-llama-cpp'
+import { openLlama } from '../../reader/generation/llama-lm.js'
+import { INPUT_SEPARATOR as SEP } from '../../reader/reader-input.js'
 import { pickEvidence, qdAnswerLine, qdPrefix, qdTarget, spanPrefix, spanTarget } from '../../reader/lm-prompt.js'
 
 interface Row { id: string, qid: string, question: string, input: string, target: string, answer?: string, answers?: string[][] }
 export interface PackedStep { forced: number[], target: number[], text: string }
 export interface PackedExample { id: string, task: 'qd' | 'span', split: 'train' | 'heldout', prefix: number[], steps: PackedStep[] }
-
-const SEP = ' [SEP] '
 
 async function readRows(path: string, limit: number): Promise<Row[]> {
   const rows: Row[] = []
@@ -83,7 +83,7 @@ async function main(): Promise<void> {
     limit: { type: 'string', default: String(Number.MAX_SAFE_INTEGER) },
   } })
   if (!values.gguf || !values.out) throw new Error('usage: lm-pack --gguf BASE.gguf --data data/train --out examples.jsonl [--limit N]')
-  const llama = await getLlama({ gpu: false, build: 'never', progressLogs: false })
+  const llama = await openLlama()
   const model = await llama.loadModel({ modelPath: values.gguf })
   const examples = await packExamples(model, values.data, Number(values.limit))
   mkdirSync(dirname(values.out), { recursive: true })

@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from . import lm_base
+from .common import pick_device, read_jsonl, write_atomic
 
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 REFERENCE_IDS = [2, 3026, 1602, 3602, 212360, 236789, 236751, 5410, 2229, 855, 236881, 107]
@@ -36,7 +38,7 @@ REFERENCE_IDS = [2, 3026, 1602, 3602, 212360, 236789, 236751, 5410, 2229, 855, 2
 
 def prepare(examples: Path, gguf: Path, out: Path, parts: int) -> dict[str, Any]:
     from gguf import GGUFReader
-    rows = [json.loads(line) for line in examples.read_text().splitlines() if line.strip()]
+    rows = read_jsonl(examples)
     used: set[int] = {0, 1, 2, 3, *REFERENCE_IDS}
     for r in rows:
         used.update(r["prefix"])
@@ -52,17 +54,14 @@ def prepare(examples: Path, gguf: Path, out: Path, parts: int) -> dict[str, Any]
     remap = {int(t): i for i, t in enumerate(kept)}
     out.mkdir(parents=True, exist_ok=True)
     np.save(out / "vocab.npy", kept)
-    with (out / "examples.jsonl").open("w") as fo:
-        for r in rows:
-            r = dict(r, prefix=[remap[t] for t in r["prefix"]],
-                     steps=[dict(s, forced=[remap[t] for t in s["forced"]], target=[remap[t] for t in s["target"]])
-                            for s in r["steps"]])
-            fo.write(json.dumps(r) + "\n")
+    renumbered = (dict(r, prefix=[remap[t] for t in r["prefix"]],
+                       steps=[dict(s, forced=[remap[t] for t in s["forced"]], target=[remap[t] for t in s["target"]])
+                              for s in r["steps"]]) for r in rows)
+    write_atomic(out / "examples.jsonl", "".join(json.dumps(r) + "\n" for r in renumbered))
     (out / "stop-ids.json").write_text(json.dumps(sorted(remap[t] for t in newline) + [remap[1]]))
     stats = lm_base.pack(gguf, kept, out, parts)
     # Logits of a fixed text from the packed model here (transformers 4.x, CPU): `train` compares its
     # own build against them before it spends any time (another transformers, another device).
-    import torch
     ref = [remap[t] for t in REFERENCE_IDS]
     with torch.no_grad():
         logits = lm_base.build_model(out)(input_ids=torch.tensor([ref])).logits[0].numpy()
@@ -75,7 +74,6 @@ def prepare(examples: Path, gguf: Path, out: Path, parts: int) -> dict[str, Any]
 def add_lora(model: Any, rank: int, alpha: float, dropout: float, seed: int) -> dict[str, Any]:
     """Wraps each targeted nn.Linear with a rank-`rank` update B·A·x·alpha/rank (B starts at zero,
     so the wrapped model starts equal to the base); freezes everything else. Returns the wrappers."""
-    import torch
     from torch import nn
 
     class LoRALinear(nn.Module):
@@ -118,6 +116,12 @@ class Example:
     labels: list[int]
 
 
+def task_examples(rows: list[dict[str, Any]], run: dict[str, Any], split: str) -> list[Example]:
+    """The run's task's examples of one split that fit its max_len."""
+    return [e for r in rows if r["task"] == run["task"] and r["split"] == split
+            if (e := training_example(r, run["max_len"])) is not None]
+
+
 def training_example(r: dict[str, Any], max_len: int) -> Example | None:
     ids = list(r["prefix"])
     labels = [-100] * len(ids)
@@ -146,7 +150,6 @@ def batches(examples: list[Example], tokens_per_batch: int, rng: random.Random) 
 
 
 def collate(batch: list[Example], device: Any) -> dict[str, Any]:
-    import torch
     n = max(len(e.ids) for e in batch)
     ids = torch.zeros((len(batch), n), dtype=torch.long)
     labels = torch.full((len(batch), n), -100, dtype=torch.long)
@@ -162,11 +165,9 @@ def collate(batch: list[Example], device: Any) -> dict[str, Any]:
 
 def train_run(model: Any, run: dict[str, Any], rows: list[dict[str, Any]], device: Any, log: Any,
               budget_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
-    import torch
     rng = random.Random(run.get("seed", 13))
     wrapped = add_lora(model, run["rank"], run["alpha"], run.get("dropout", 0.05), run.get("seed", 13))
-    train = [e for r in rows if r["task"] == run["task"] and r["split"] == "train"
-             if (e := training_example(r, run["max_len"])) is not None]
+    train = task_examples(rows, run, "train")
     if not train:
         raise ValueError(f"run {run['name']}: no {run['task']} training examples")
     params = [p for w in wrapped.values() for p in (w.lora_A, w.lora_B)]
@@ -219,9 +220,7 @@ def train_run(model: Any, run: dict[str, Any], rows: list[dict[str, Any]], devic
 
 
 def heldout_loss(model: Any, rows: list[dict[str, Any]], run: dict[str, Any], device: Any) -> float:
-    import torch
-    held = [e for r in rows if r["task"] == run["task"] and r["split"] == "heldout"
-            if (e := training_example(r, run["max_len"])) is not None][:run.get("heldout_limit")]
+    held = task_examples(rows, run, "heldout")[:run.get("heldout_limit")]
     total, count = 0.0, 0
     with torch.no_grad():
         for b in batches(held, run["tokens_per_batch"], random.Random(0)):
@@ -237,7 +236,6 @@ def generate(model: Any, rows: list[dict[str, Any]], task: str, stop_ids: list[i
     """Greedy, as serving decodes: the prefix, then per step its forced ids and a generated line
     that ends at the first id holding a newline. Steps run in rounds across examples (round k is
     every example's k-th step), left-padded, without a cache between rounds."""
-    import torch
     held = [r for r in rows if r["task"] == task and r["split"] == "heldout"][:limit]
     seqs = {r["id"]: list(r["prefix"]) for r in held}
     outs: dict[str, list[list[int]]] = {r["id"]: [] for r in held}
@@ -269,7 +267,6 @@ def generate(model: Any, rows: list[dict[str, Any]], task: str, stop_ids: list[i
 
 
 def train(pack: Path, config: dict[str, Any], out: Path, device_name: str, only: list[str] | None) -> None:
-    import torch
     from safetensors.torch import save_file
     out.mkdir(parents=True, exist_ok=True)
     logf = (out / "log.txt").open("a")
@@ -280,18 +277,16 @@ def train(pack: Path, config: dict[str, Any], out: Path, device_name: str, only:
         logf.write(line + "\n")
         logf.flush()
 
-    device = torch.device(device_name)
+    device = pick_device(device_name)  # fp32 with TF32 on CUDA
     if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
         log(f"device {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     import transformers
     log(f"transformers {transformers.__version__}")
-    rows = [json.loads(line) for line in (pack / "examples.jsonl").read_text().splitlines() if line.strip()]
+    rows = read_jsonl(pack / "examples.jsonl")
     stop_ids = json.loads((pack / "stop-ids.json").read_text())
     vocab = np.load(pack / "vocab.npy")
     t0 = time.time()
-    base = lm_base.build_model(pack, device_name)
+    base = lm_base.build_model(pack, device.type)
     log(f"base model built in {time.time() - t0:.1f} s, vocabulary {len(vocab)}")
     ref = np.load(pack / "reference.npz")
     with torch.no_grad():
@@ -305,7 +300,7 @@ def train(pack: Path, config: dict[str, Any], out: Path, device_name: str, only:
     for run in config["runs"]:
         if only and run["name"] not in only:
             continue
-        model = base  # the base's weights stay frozen: unwrapping the LoRA layers restores it
+        model = base  # its weights stay frozen: unwrapping the LoRA layers (finally) restores the base
         try:
             wrapped, stats = train_run(model, run, rows, device, log, run.get("budget_s", 1e9))
             save_file(adapter_tensors(wrapped), str(out / f"adapter-{run['name']}.safetensors"),
@@ -316,9 +311,7 @@ def train(pack: Path, config: dict[str, Any], out: Path, device_name: str, only:
             gen = generate(model, rows, run["task"], stop_ids, device, limit=run.get("heldout_limit"))
             for g in gen:
                 g["generated"] = [[int(vocab[t]) for t in line] for line in g["generated"]]
-            with (out / f"generated-{run['name']}.jsonl").open("w") as fo:
-                for g in gen:
-                    fo.write(json.dumps(g) + "\n")
+            write_atomic(out / f"generated-{run['name']}.jsonl", "".join(json.dumps(g) + "\n" for g in gen))
             stats["generate_s"] = round(time.time() - t1, 1)
             summary.append(stats)
         except Exception as e:  # one run's failure must not cost the others their minutes
@@ -330,7 +323,7 @@ def train(pack: Path, config: dict[str, Any], out: Path, device_name: str, only:
                 for child_name, child in list(module.named_children()):
                     if hasattr(child, "lora_A"):
                         setattr(module, child_name, child.base)
-        (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+        write_atomic(out / "summary.json", json.dumps(summary, indent=1) + "\n")
     log("done")
 
 
