@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { z } from 'zod'
 import { ERR_CONFIG_FILE, ERR_CONFIG_INVALID } from './errors.js'
-import { BASE_RETRIEVER_KINDS, READER_KINDS, RETRIEVER_KINDS } from './kinds.js'
+import { BASE_RETRIEVER_KINDS, DEVICES, READER_KINDS, RETRIEVER_KINDS } from './kinds.js'
 import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR, PROJECT_ROOT } from './paths.js'
 
 /** What one question costs in the server's query-cost limit (ask, and each question of askMany):
@@ -19,7 +19,7 @@ const configSchema = z
     elasticsearch: z
       .object({ url: z.string().url(), index: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/), requestTimeoutMs: z.number().int().min(100).max(600_000), maxRetries: z.number().int().min(0).max(10) })
       .strict(),
-    dense: z.object({ model: z.string().min(1), modelsDir: z.string().min(1), threads: z.number().int().min(1).max(64) }).strict(),
+    dense: z.object({ model: z.string().min(1), modelsDir: z.string().min(1), threads: z.number().int().min(1).max(64), device: z.enum(DEVICES) }).strict(),
     hybrid: z
       .object({
         retrievers: z.array(z.enum(BASE_RETRIEVER_KINDS)).min(2).refine((r) => new Set(r).size === r.length, 'must not repeat a retriever'),
@@ -67,7 +67,7 @@ const configSchema = z
         }
       }),
     reranker: z
-      .object({ model: z.string(), precision: z.enum(['fp32', 'int8']), maxTokens: z.number().int().min(16).max(4096), batchSize: z.number().int().min(1).max(1024), device: z.enum(['cpu', 'cuda']), threads: z.number().int().min(0).max(64) })
+      .object({ model: z.string(), precision: z.enum(['fp32', 'int8']), maxTokens: z.number().int().min(16).max(4096), batchSize: z.number().int().min(1).max(1024), device: z.enum(DEVICES), threads: z.number().int().min(0).max(64) })
       .strict(),
     reader: z
       .object({
@@ -76,7 +76,7 @@ const configSchema = z
         extractive: z.string().min(1),
         qd: z.string().min(1),
         precision: z.enum(['fp32', 'int8']),
-        device: z.enum(['cpu', 'cuda']),
+        device: z.enum(DEVICES),
         threads: z.number().int().min(0).max(64),
         maxBatch: z.number().int().min(1).max(256),
         maxInputTokens: z.number().int().min(16).max(4096),
@@ -115,7 +115,7 @@ export const defaults: Config = {
   bm25: { k1: 0.9, b: 0.4 },
   // A query against a down cluster fails within requestTimeoutMs (no retry) instead of ~8 s.
   elasticsearch: { url: 'http://127.0.0.1:9200', index: 'ambigqa-passages', requestTimeoutMs: 5000, maxRetries: 0 },
-  dense: { model: 'e5-small-v2-int8', modelsDir: DEFAULT_ENCODERS_DIR, threads: 2 },
+  dense: { model: 'e5-small-v2-int8', modelsDir: DEFAULT_ENCODERS_DIR, threads: 2, device: 'cpu' },
   // retrievers: what hybrid fuses (bm25-es and dense-es for Elasticsearch). alpha: in weighted
   // fusion of two, the first one's weight (the second gets 1 - alpha); more share equally.
   hybrid: { retrievers: ['bm25-sqlite', 'dense'], fusion: 'weighted', rrfK: 60, alpha: 0.2, depth: 100 },

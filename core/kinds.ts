@@ -25,6 +25,11 @@ export const READER_KINDS = ['spanseqgen', 'extractive'] as const
 
 export type ReaderKind = (typeof READER_KINDS)[number]
 
+/** Where the ONNX models run (reader.device, reranker.device, dense.device; core/onnx-session.ts). */
+export const DEVICES = ['cpu', 'cuda', 'webgpu', 'auto'] as const
+
+export type Device = (typeof DEVICES)[number]
+
 /** A CLI option's help: the kinds it takes, and where its default comes from. */
 export const RETRIEVER_CHOICES = `${RETRIEVER_KINDS.join(' | ')} (default: config "retriever")`
 

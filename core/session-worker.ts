@@ -5,7 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import ort from './onnx-runtime.js'
 import type { Logger } from './log.js'
-import { createSession, type SessionOptions } from './onnx-session.js'
+import { createSession, deviceOf, type SessionOptions } from './onnx-session.js'
 import type { FromWorker, ToWorker, WireTensor } from './worker-session.js'
 
 const { path, options } = workerData as { path: string; options: Omit<SessionOptions, 'logger'> }
@@ -13,7 +13,7 @@ const port = parentPort!
 const post = (message: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer)
 
 try {
-  // createSession warns once (CUDA asked for and not usable): the warning goes to the main
+  // createSession warns once (a GPU provider asked for and not usable): the warning goes to the main
   // thread's logger, the only part of a logger it uses.
   const logger = { warn: (fields: object, message: string) => post({ kind: 'warning', fields, message }) } as unknown as Logger
   const session = await createSession(path, { ...options, logger })
@@ -34,7 +34,7 @@ try {
       post({ kind: 'error', id: message.id, message: error instanceof Error ? error.message : String(error) })
     }
   })
-  post({ kind: 'ready', inputNames: [...session.inputNames], outputNames: [...session.outputNames] })
+  post({ kind: 'ready', inputNames: [...session.inputNames], outputNames: [...session.outputNames], device: deviceOf(session) })
 } catch (error) {
   post({ kind: 'failed', message: error instanceof Error ? error.message : String(error) })
 }

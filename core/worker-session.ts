@@ -7,13 +7,13 @@ import { Worker } from 'node:worker_threads'
 import ort from './onnx-runtime.js'
 import { ERR_INTERNAL } from './errors.js'
 import { silentLogger, type Logger } from './log.js'
-import type { SessionOptions } from './onnx-session.js'
+import type { RunDevice, SessionOptions } from './onnx-session.js'
 
 type TypedArray = Float32Array | BigInt64Array | Int32Array | Uint8Array | Int8Array | Float64Array
 export interface WireTensor { type: string; data: TypedArray; dims: number[] }
 export type ToWorker = { kind: 'run'; id: number; feeds: Record<string, WireTensor> } | { kind: 'release' }
 export type FromWorker =
-  | { kind: 'ready'; inputNames: string[]; outputNames: string[] }
+  | { kind: 'ready'; inputNames: string[]; outputNames: string[]; device: RunDevice }
   | { kind: 'failed'; message: string }
   | { kind: 'warning'; fields: object; message: string }
   | { kind: 'result'; id: number; outputs: Record<string, WireTensor> }
@@ -27,7 +27,9 @@ export class WorkerSession {
   private next = 0
   private dead: Error | undefined
 
-  private constructor(private readonly worker: Worker, readonly inputNames: readonly string[], readonly outputNames: readonly string[], private readonly path: string) {
+  private constructor(private readonly worker: Worker, readonly inputNames: readonly string[], readonly outputNames: readonly string[], private readonly path: string,
+    /** Where the session runs (the CPU when a GPU provider asked for could not start). */
+    readonly device: RunDevice) {
     worker.on('message', (message: FromWorker) => {
       if (message.kind !== 'result' && message.kind !== 'error') return
       const waiting = this.pending.get(message.id)
@@ -44,13 +46,13 @@ export class WorkerSession {
     worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
   }
 
-  /** Loads the model in a new worker; fails as createSession does (the same options, CUDA fallback included). */
+  /** Loads the model in a new worker; fails as createSession does (the same options, the GPU fallback included). */
   static async create(path: string, options: SessionOptions): Promise<WorkerSession> {
     const { logger, ...plain } = options
     const log: Logger = logger ?? silentLogger
     const worker = new Worker(new URL('./session-worker.js', import.meta.url), { workerData: { path, options: plain } })
     const listeners: { message?: (m: FromWorker) => void; error?: (e: Error) => void; exit?: (code: number) => void } = {}
-    const ready = await new Promise<{ inputNames: string[]; outputNames: string[] }>((resolve, reject) => {
+    const ready = await new Promise<{ inputNames: string[]; outputNames: string[]; device: RunDevice }>((resolve, reject) => {
       listeners.message = (message) => {
         if (message.kind === 'warning') log.warn(message.fields, message.message)
         else if (message.kind === 'ready') resolve(message)
@@ -65,7 +67,7 @@ export class WorkerSession {
     })
     // Only ours: the Worker's own listeners keep its port working.
     worker.off('message', listeners.message!).off('error', listeners.error!).off('exit', listeners.exit!)
-    return new WorkerSession(worker, ready.inputNames, ready.outputNames, path)
+    return new WorkerSession(worker, ready.inputNames, ready.outputNames, path, ready.device)
   }
 
   /** Runs the model on the feeds; their buffers are transferred to the worker (do not reuse them). */

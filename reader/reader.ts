@@ -1,7 +1,7 @@
 // The reader of the pipeline: the answer set from SpanSeqGen or the extractive reader, and
 // question disambiguation for one rewrite per answer, each model loaded once and shared by all
 // requests through a batch queue.
-import type { ReaderKind } from '../core/kinds.js'
+import type { Device, ReaderKind } from '../core/kinds.js'
 import type { Logger } from '../core/log.js'
 import { ambiguousOf, asAsked, type Disambiguated, type Read, type ReadAnswer, type Reranked, type Stage } from '../core/stages.js'
 import { BatchQueue } from './batch-queue.js'
@@ -23,7 +23,7 @@ export interface ReaderSettings extends ExtractiveSettings {
   extractive: string
   qd: string
   precision: 'fp32' | 'int8'
-  device: 'cpu' | 'cuda'
+  device: Device
   threads: number
   maxBatch: number
   maxInputTokens: number

@@ -6,6 +6,8 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Tokenizer } from '@huggingface/tokenizers'
 import ort from '../core/onnx-runtime.js'
+import { createSession, deviceOf, type Device, type RunDevice } from '../core/onnx-session.js'
+import type { Logger } from '../core/log.js'
 import { ERR_MODEL_MISSING, ERR_USAGE } from '../core/errors.js'
 
 interface Conventions {
@@ -38,16 +40,17 @@ export class DenseEncoder {
     this.conventions = CONVENTIONS[name.replace(/-int8$/, '')]!
   }
 
-  static async load(name: string, modelsDir: string, threads = 2): Promise<DenseEncoder> {
+  /** Where the encoder runs (the CPU when the device asked for could not start). */
+  get device(): RunDevice {
+    return deviceOf(this.session)
+  }
+
+  static async load(name: string, modelsDir: string, threads = 2, options: { device?: Device; logger?: Logger } = {}): Promise<DenseEncoder> {
     const dir = encoderDir(name, modelsDir)
     const tokenizerJson = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8'))
     const tokenizer = new Tokenizer(tokenizerJson, {})
     const sep = (tokenizerJson.added_tokens as { id: number; content: string }[]).find((t) => t.content === '[SEP]')
-    const session = await ort.InferenceSession.create(join(dir, 'model.onnx'), {
-      intraOpNumThreads: threads,
-      interOpNumThreads: 1,
-      graphOptimizationLevel: 'all',
-    })
+    const session = await createSession(join(dir, 'model.onnx'), { device: options.device ?? 'cpu', threads, graphOptimization: 'all', ...(options.logger ? { logger: options.logger } : {}) })
     return new DenseEncoder(name, session, tokenizer, sep?.id ?? 102)
   }
 

@@ -6,11 +6,11 @@ import { DenseEsRetriever } from './dense-es-retriever.js'
 import { DenseRetriever } from './dense-retriever.js'
 import { HybridRetriever } from './hybrid-retriever.js'
 import { PassageStore } from './passage-store.js'
-import type { BaseRetrieverKind, RetrieverKind } from '../core/kinds.js'
+import type { BaseRetrieverKind, Device, RetrieverKind } from '../core/kinds.js'
+import type { Logger } from '../core/log.js'
 import type { Retriever } from '../core/retriever.js'
 import type { Bm25Parameters } from './bm25-sqlite-retriever.js'
 import type { EsOptions } from './elasticsearch-client.js'
-
 
 /** What opening a retriever reads of the configuration (the app's config has these keys; see
  * core/config.ts): the retriever's own settings, so this library does not depend on the app's. */
@@ -19,16 +19,17 @@ export interface RetrieverSettings {
   store: string
   bm25: Bm25Parameters
   elasticsearch: EsOptions
-  dense: { model: string; modelsDir: string; threads: number }
+  dense: { model: string; modelsDir: string; threads: number; device: Device }
   hybrid: { retrievers: readonly BaseRetrieverKind[]; fusion: 'rrf' | 'weighted'; rrfK: number; alpha: number; depth: number }
 }
 
-export async function openRetriever(config: RetrieverSettings): Promise<Retriever> {
-  if (config.retriever !== 'hybrid') return openBase(config, config.retriever)
+/** `logger` hears a GPU device that could not start (the encoder then runs on the CPU). */
+export async function openRetriever(config: RetrieverSettings, logger?: Logger): Promise<Retriever> {
+  if (config.retriever !== 'hybrid') return openBase(config, config.retriever, logger)
   const { retrievers, fusion, rrfK, alpha, depth } = config.hybrid
   const sources: Retriever[] = []
   try {
-    for (const kind of retrievers) sources.push(await openBase(config, kind))
+    for (const kind of retrievers) sources.push(await openBase(config, kind, logger))
   } catch (err) {
     await Promise.all(sources.map((s) => s.close()))
     throw err
@@ -37,7 +38,7 @@ export async function openRetriever(config: RetrieverSettings): Promise<Retrieve
   return new HybridRetriever(sources, { fusion: fusion === 'rrf' ? { kind: 'rrf', k: rrfK } : { kind: 'weighted', weights }, depth })
 }
 
-async function openBase(config: RetrieverSettings, kind: BaseRetrieverKind): Promise<Retriever> {
+async function openBase(config: RetrieverSettings, kind: BaseRetrieverKind, logger?: Logger): Promise<Retriever> {
   switch (kind) {
     case 'bm25-sqlite':
       return new Bm25SqliteRetriever(PassageStore.openReadOnly(config.store), config.bm25)
@@ -45,7 +46,7 @@ async function openBase(config: RetrieverSettings, kind: BaseRetrieverKind): Pro
       return new Bm25EsRetriever(config.elasticsearch)
     case 'dense':
     case 'dense-es': {
-      const encoder = await DenseEncoder.load(config.dense.model, config.dense.modelsDir, config.dense.threads)
+      const encoder = await DenseEncoder.load(config.dense.model, config.dense.modelsDir, config.dense.threads, { device: config.dense.device, ...(logger ? { logger } : {}) })
       let store: PassageStore | undefined
       try {
         if (kind === 'dense-es') return new DenseEsRetriever(config.elasticsearch, encoder)

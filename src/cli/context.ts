@@ -11,10 +11,12 @@ export interface CommandContext {
 
 /** Builds the context from the global options (--config, --log-level) plus per-command flags. */
 export function contextFor(command: Command, flags: Record<string, unknown> = {}): CommandContext {
-  const globals = command.optsWithGlobals() as { config?: string; logLevel?: string }
+  const globals = command.optsWithGlobals() as { config?: string; logLevel?: string; device?: string }
+  // --device: every ONNX model of the command on one device (the config can still set each apart).
+  const device = globals.device ? { 'reader.device': globals.device, 'reranker.device': globals.device, 'dense.device': globals.device } : {}
   const config = loadConfig({
     ...(globals.config ? { file: globals.config } : {}),
-    flags: { ...flags, ...(globals.logLevel ? { 'log.level': globals.logLevel } : {}) },
+    flags: { ...device, ...flags, ...(globals.logLevel ? { 'log.level': globals.logLevel } : {}) },
   })
   return { config, log: createLogger(config.log.level), out: (line) => process.stdout.write(`${line}\n`) }
 }

@@ -26,7 +26,7 @@ export function registerEvalCommands(program: Command): void {
       const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever, 'bm25.k1': opts.k1, 'bm25.b': opts.b })
       const ks = parseKs(opts.k)
       const questions = loadQuestions(opts.questions, opts.ids ? loadIdList(opts.ids) : undefined)
-      const retriever = await openRetriever(ctx.config)
+      const retriever = await openRetriever(ctx.config, ctx.log)
       try {
         const { metrics, latenciesMs } = await evaluateRetriever(retriever, questions, ks, ctx.log)
         if (opts.json) {

@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander'
 import { isSqliteCorruption } from '../../retriever/passage-store.js'
 import { loadConfig } from '../../core/config.js'
+import { DEVICES } from '../../core/kinds.js'
 import { ERR_STORE_CORRUPT, isAmbigqaError } from '../../core/errors.js'
 import { registerIndexCommands } from './index-commands.js'
 import { registerSearchCommand } from './search-command.js'
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
     .description('Open-domain multi-answer question answering over Wikipedia (AmbigQA).')
     .option('--config <file>', 'configuration file (default: ./ambigqa.config.json when present)')
     .option('--log-level <level>', 'fatal | error | warn | info | debug | trace | silent')
+    .option('--device <device>', `where the ONNX models run: ${DEVICES.join(' | ')} (sets reader.device, reranker.device and dense.device; default: the config's, cpu)`)
     .showHelpAfterError()
   registerIndexCommands(program)
   registerSearchCommand(program)

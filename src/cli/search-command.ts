@@ -20,7 +20,7 @@ export function registerSearchCommand(program: Command): void {
       const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever, 'bm25.k1': opts.k1, 'bm25.b': opts.b })
       const question = checkQuestion(asked, ctx.config.server.maxQuestionLength)
       const k = checkCount('--k', opts.k, ctx.config.server.maxK, 'server.maxK')
-      const retriever = await openRetriever(ctx.config)
+      const retriever = await openRetriever(ctx.config, ctx.log)
       try {
         const started = performance.now()
         const hits = await retriever.search(question, k)

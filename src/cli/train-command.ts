@@ -135,10 +135,10 @@ export function registerTrainCommands(program: Command): void {
       if (!Number.isInteger(o.verifyTop) || o.verifyTop < 0 || o.verifyTop > 100) throw ERR_USAGE(`--verify-top ${o.verifyTop} is not a number of candidates`, 'Give a whole number from 0 (no verifier pairs) to 100')
       const ctx = contextFor(command, { store: o.store })
       const r = ctx.config.reader
-      const retriever = await openRetriever(ctx.config)
+      const retriever = await openRetriever(ctx.config, ctx.log)
       // Every candidate: the fit decides the set, so the reader's own margin and cap do not apply.
       const reader = await ExtractiveReader.load(r.extractive, { precision: r.precision, device: r.device, threads: r.threads, logger: ctx.log }, { keep: 0, maxAnswers: o.maxCandidates, rankPrior: r.rankPrior, dropContaining: r.dropContaining })
-      const encoder = await DenseEncoder.load(o.encoder, ctx.config.dense.modelsDir, ctx.config.dense.threads)
+      const encoder = await DenseEncoder.load(o.encoder, ctx.config.dense.modelsDir, ctx.config.dense.threads, { device: ctx.config.dense.device, logger: ctx.log })
       try {
         const tuneSets = [{ name: 'reader-tune', ids: o.tuneIds, reference: 'train' as const }, { name: 'asqa-tune', ids: o.tuneDevIds, reference: 'dev' as const }]
         const result = await writeCalibrationData({ shared: o.data, tuneSets, out: o.out, retriever, reader, encoder, reads, verifyTop: o.verifyTop, retrieve: r.retrieve, log: ctx.log })

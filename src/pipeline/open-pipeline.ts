@@ -12,7 +12,7 @@ import { silentLogger, type Logger } from '../../core/log.js'
 import { Pipeline } from './pipeline.js'
 
 export async function openPipeline(config: Config, logger: Logger = silentLogger): Promise<Pipeline> {
-  const retriever = await openRetriever(config)
+  const retriever = await openRetriever(config, logger)
   let reranker: CrossEncoderReranker | undefined
   try {
     // A configured reranker that does not load is an error: silently reading unranked passages
@@ -26,7 +26,7 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
   }
   const closeReranker = async () => { await reranker?.close() }
   // Other kinds open on request from the same configuration (the server's retriever argument).
-  const retrievers = { retriever, retrieverKind: config.retriever, openRetriever: (kind: Config['retriever']) => openRetriever({ ...config, retriever: kind }) }
+  const retrievers = { retriever, retrieverKind: config.retriever, openRetriever: (kind: Config['retriever']) => openRetriever({ ...config, retriever: kind }, logger) }
   try {
     // With a calibration the reader recalls candidates and the decider verifies them and decides.
     const reader = await Reader.open(config.reader.calibration === '' ? config.reader : { ...config.reader, keep: 0, maxAnswers: config.reader.candidates }, logger)
@@ -63,7 +63,7 @@ export async function openDecider(config: Config, logger: Logger = silentLogger)
     logger.warn({ calibration: config.reader.calibration, fitFor: models.reader, reader: config.reader.kind }, 'calibration not applied: it was fit on another reader; confidences are the reader\'s own')
     return undefined
   }
-  const encoder = await DenseEncoder.load(models.questionOnly.encoder, config.dense.modelsDir, config.dense.threads)
+  const encoder = await DenseEncoder.load(models.questionOnly.encoder, config.dense.modelsDir, config.dense.threads, { device: config.dense.device, logger })
   const embed = async (question: string) => (await encoder.encode([question], 'query'))[0]!
   // The cross-encoder verifier reads each candidate in its words (reader/answer-set-decider.ts VerifierPair).
   let verifier: CrossEncoderReranker | undefined
