@@ -3,8 +3,11 @@
 // CPU's. On this machine (no GPU, no CUDA provider library, no Vulkan driver) every GPU device
 // falls back; where one does start, its outputs must agree with the CPU's.
 import assert from 'node:assert/strict'
-import { existsSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { test } from 'node:test'
 import pino from 'pino'
 import ort from '../core/onnx-runtime.js'
@@ -12,6 +15,7 @@ import { createSession, defaultSessionOptions, deviceOf, gpuProviders } from '..
 import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR } from '../core/paths.js'
 import { WorkerSession } from '../core/worker-session.js'
 import { DenseEncoder } from '../retriever/dense-encoder.js'
+import { buildDemoStore } from './helpers/demo-store.js'
 import { runCli } from './helpers/run-cli.js'
 import { prerequisite } from './helpers/prerequisite.js'
 
@@ -91,4 +95,25 @@ test('--device that is not a device is a configuration error naming the devices'
   const result = await runCli(['--device', 'gpu', 'search', 'when was harvard founded'])
   assert.equal(result.code, 1)
   assert.match(result.stderr, /AMBIGQA_ERR_CONFIG_INVALID: configuration key '(reader|reranker|dense)\.device' \(from a command-line flag\) is invalid: .*'cpu' \| 'cuda' \| 'webgpu' \| 'auto'/)
+})
+
+test('bench/device-infer (the GPU batch\'s inference step) on a machine with no GPU: the device falls back, the answers are the CPU\'s and answers/s is printed for both', { skip: skip || skipEncoder, timeout: 300_000 }, async () => {
+  const store = await buildDemoStore('device-infer-')
+  const dir = mkdtempSync(join(tmpdir(), 'device-infer-'))
+  try {
+    const questions = join(dir, 'questions.json')
+    writeFileSync(questions, JSON.stringify(['when did the harry potter movie come out', 'who sings i\'m coming out']))
+    const out = join(dir, 'report.json')
+    // The demo store has no vectors: BM25 retrieval; the reader and the decider's encoder are the ONNX models compared.
+    await promisify(execFile)(process.execPath, ['dist/bench/device-infer.js', '--store', store, '--questions', questions, '--device', 'webgpu', '--levels', '2', '--out', out], { env: { ...process.env, AMBIGQA_RETRIEVER: 'bm25-sqlite' }, maxBuffer: 1 << 24 })
+    const report = JSON.parse(readFileSync(out, 'utf8'))
+    assert.equal(report.questions, 2)
+    assert.equal(report.ran, 'cpu (webgpu could not start)')
+    assert.equal(report.sameAnswers, 2)
+    assert.deepEqual(report.differ, [])
+    assert.ok(report.answersPerSecond['2'].cpu > 0 && report.answersPerSecond['2'].webgpu > 0, JSON.stringify(report.answersPerSecond))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+    rmSync(join(store, '..'), { recursive: true, force: true })
+  }
 })

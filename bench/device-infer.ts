@@ -1,0 +1,82 @@
+// ONNX inference on a GPU against the CPU, in one process on one machine (the GPU issue's queue
+// step a): the same questions asked through the whole pipeline (retrieval, reading, the decider;
+// no rewrites: QD runs on llama.cpp) once with every ONNX model on the CPU and once on --device;
+// the answers must be equal (the same strings in the same order; confidences compared), and
+// answers/s at 8 and 32 in flight are printed for both, side by side.
+// Usage: node dist/bench/device-infer.js --store DIR --questions FILE.json --device cuda|webgpu|auto [--limit N] [--out FILE.json]
+// (FILE.json: a JSON list of question strings; scripts/gpu-runtime pack writes eval-300's first 50).
+// A device whose provider cannot start falls back to the CPU: the run says so (`ran`), and the
+// comparison is then CPU against CPU (the test suite's dry run, on a machine with no GPU).
+import { readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import pino from 'pino'
+import { loadConfig } from '../core/config.js'
+import { DEVICES, type Device } from '../core/kinds.js'
+import { openPipeline } from '../src/pipeline/open-pipeline.js'
+import type { Disambiguated } from '../core/stages.js'
+
+const { values } = parseArgs({ options: { store: { type: 'string' }, questions: { type: 'string' }, device: { type: 'string', default: 'auto' }, limit: { type: 'string', default: '50' }, out: { type: 'string' }, levels: { type: 'string', default: '8,32' } } })
+const device = values.device as Device
+if (!DEVICES.includes(device) || device === 'cpu') throw new Error(`--device must be one of ${DEVICES.filter((d) => d !== 'cpu').join(', ')}, not ${values.device}`)
+if (!values.store || !values.questions) throw new Error('--store DIR and --questions FILE.json are required')
+const limit = Number(values.limit)
+if (!Number.isInteger(limit) || limit < 1) throw new Error(`--limit must be a whole number ≥ 1, not ${values.limit}`)
+const questions = (JSON.parse(readFileSync(values.questions, 'utf8')) as string[]).slice(0, limit)
+if (questions.length === 0 || !questions.every((q) => typeof q === 'string' && q.length > 0)) throw new Error(`${values.questions} holds no questions (a JSON list of strings)`)
+const levels = values.levels!.split(',').map(Number)
+
+interface Run { device: Device; ran: string; warnings: string[]; loadSeconds: number; answers: Disambiguated[]; perSecond: Record<number, number> }
+
+async function run(on: Device): Promise<Run> {
+  const warnings: string[] = []
+  const logger = pino({ level: 'warn' }, { write: (line: string) => { warnings.push(JSON.parse(line).msg as string) } })
+  const config = loadConfig({ flags: { store: values.store, 'log.level': 'warn', 'reader.device': on, 'reranker.device': on, 'dense.device': on } })
+  const options = { retrieve: config.reader.retrieve, read: config.reader.read, disambiguate: false }
+  let t = performance.now()
+  const pipeline = await openPipeline(config, logger)
+  const loadSeconds = (performance.now() - t) / 1000
+  try {
+    // One at a time first (the answers compared; the first ask also warms the sessions up).
+    const answers: Disambiguated[] = []
+    for (const q of questions) answers.push(await pipeline.ask(q, options))
+    const perSecond: Record<number, number> = {}
+    for (const inFlight of levels) {
+      let next = 0
+      t = performance.now()
+      await Promise.all(Array.from({ length: inFlight }, async () => {
+        while (next < questions.length) await pipeline.ask(questions[next++]!, options)
+      }))
+      perSecond[inFlight] = Math.round((questions.length / ((performance.now() - t) / 1000)) * 100) / 100
+    }
+    const fellBack = warnings.some((w) => / is not usable here/.test(w))
+    return { device: on, ran: on === 'cpu' ? 'cpu' : fellBack ? `cpu (${on} could not start)` : on, warnings, loadSeconds, answers, perSecond }
+  } finally {
+    await pipeline.close()
+  }
+}
+
+const cpu = await run('cpu')
+const gpu = await run(device)
+let sameAnswers = 0
+let maxConfidenceGap = 0
+const differ: { question: string; cpu: string[]; device: string[] }[] = []
+questions.forEach((question, i) => {
+  const a = cpu.answers[i]!.answers
+  const b = gpu.answers[i]!.answers
+  const same = a.length === b.length && a.every((x, k) => x.answer === b[k]!.answer)
+  if (same) {
+    sameAnswers++
+    a.forEach((x, k) => { maxConfidenceGap = Math.max(maxConfidenceGap, Math.abs(x.confidence - b[k]!.confidence)) })
+  } else differ.push({ question, cpu: a.map((x) => x.answer), device: b.map((x) => x.answer) })
+})
+const report = {
+  questions: questions.length, device, ran: gpu.ran, sameAnswers, maxConfidenceGap: Number(maxConfidenceGap.toExponential(2)), differ,
+  loadSeconds: { cpu: cpu.loadSeconds, [device]: gpu.loadSeconds },
+  answersPerSecond: Object.fromEntries(levels.map((n) => [n, { cpu: cpu.perSecond[n], [device]: gpu.perSecond[n] }])),
+  warnings: gpu.warnings,
+}
+if (values.out) {
+  writeFileSync(`${values.out}.tmp`, `${JSON.stringify(report, null, 2)}\n`)
+  renameSync(`${values.out}.tmp`, values.out)
+}
+console.log(JSON.stringify(report, null, 2))
