@@ -157,7 +157,9 @@ export const defaults: Config = {
   // read only when calibration.json stacks it (opt-in: the shipped calibration does not);
   // minConfidence: answers whose calibrated confidence is under it are dropped, the best kept (the
   // default was chosen with the models on the tuning sets, BENCHMARKS.md; unused without calibration);
-  // oneAnswerWhenUnambiguous: a question the detector judges unambiguous keeps its best answer alone.
+  // oneAnswerWhenUnambiguous: a question the detector judges unambiguous keeps its best answer alone
+  // (off: the fit found no gain on the natural mix of questions that it could tell from noise, and
+  // it costs multi-answer questions their other answers; calibration.json's `detector` records it).
   // candidates: with a calibration, the extractive reader passes its best `candidates` answers (no
   // `keep` margin) for the decider to verify, and maxAnswers caps the decided set.
   // read: passages the reader reads when a request does not say (ask's options.read, --read);
@@ -165,7 +167,7 @@ export const defaults: Config = {
   reader: {
     kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'qd-lm'),
     precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 8, qdEvidenceVocabulary: true, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
-    keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), verifier: join(PROJECT_ROOT, 'models', 'verifier'), minConfidence: 0.15, oneAnswerWhenUnambiguous: true, read: 20,
+    keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), verifier: join(PROJECT_ROOT, 'models', 'verifier'), minConfidence: 0.15, oneAnswerWhenUnambiguous: false, read: 20,
     retrieve: 100,
   },
   log: { level: 'info' },

@@ -7,9 +7,9 @@
 // answer; where calibration.json stacks a cross-encoder verifier, the reader's first candidates
 // are also read by it (the question, the candidate and the words around its span) and their
 // probability is a logistic model over both logits. The set is every candidate at or over minConfidence (the best one always), and
-// P(the question has more than one answer) comes from the question's sentence embedding and the
-// verified set (how many candidates verify, how their scores and passages spread); a question
-// judged unambiguous keeps its best answer alone.
+// P(the question has more than one answer) comes from the question alone (its sentence embedding
+// and its words), fit on AmbigNQ train's natural mix of questions, so that it is a probability a
+// client can act on; a question judged unambiguous keeps its best answer alone.
 // The models are a few numbers in calibration.json, fit by `ambigqa_train.fit_calibration` on the
 // tuning sets (train/splits/reader-tune.txt, asqa-tune.txt), never on eval-300.
 import { existsSync, readFileSync } from 'node:fs'
@@ -29,8 +29,8 @@ export interface CalibrationModels {
   reader: ReaderKind
   /** Over answerFeatures and the reader's own features of each answer (ReadAnswer.features). */
   answer: LogisticModel
-  /** Over the question's embedding by `encoder` (features e0..e383). */
-  questionOnly: LogisticModel & { encoder: string }
+  /** Over the question's embedding by `encoder` (features e0..e383), plus its words when given. */
+  questionOnly: LogisticModel & { encoder: string; words?: WordsModel }
   /** Over readingFeatures, the question-only logit among them. */
   ambiguity: LogisticModel
   /** The threshold chosen with the models on the tuning sets, for the record: config
@@ -56,6 +56,45 @@ export function logit(model: LogisticModel, x: readonly number[]): number {
 }
 
 export const sigmoid = (z: number): number => 1 / (1 + Math.exp(-z))
+
+/** A linear model over the TF-IDF of a text's word 1-2 grams, as scikit-learn's TfidfVectorizer
+ * (lowercase, default token pattern, sublinear tf, smoothed idf, L2-normalised rows) makes them:
+ * fit_calibration.py QuestionFeatures. `checks`: the words part of some questions' logits as
+ * scikit-learn computed them, so that a test holds this side to that one. */
+export interface WordsModel { ngrams: number; terms: string[]; idf: number[]; weights: number[]; checks?: { question: string; logit: number }[] }
+
+// scikit-learn's token_pattern (?u)\b\w\w+\b: runs of two or more of Python's word characters
+// (letters, digits and underscore; not combining marks).
+const WORD_RUN = /[\p{L}\p{N}_]{2,}/gu
+
+/** The words part of the logit: Σ weight · tf-idf over the terms of the vocabulary. */
+export function wordsScorer(words: WordsModel): (text: string) => number {
+  const index = new Map(words.terms.map((t, i) => [t, i]))
+  return (text) => {
+    const tokens = text.toLowerCase().match(WORD_RUN) ?? []
+    const counts = new Map<number, number>()
+    for (let n = 1; n <= words.ngrams; n++) {
+      for (let i = 0; i + n <= tokens.length; i++) {
+        const term = index.get(tokens.slice(i, i + n).join(' '))
+        if (term !== undefined) counts.set(term, (counts.get(term) ?? 0) + 1)
+      }
+    }
+    let norm = 0
+    let dot = 0
+    for (const [term, count] of counts) {
+      const value = (1 + Math.log(count)) * words.idf[term]!
+      norm += value * value
+      dot += value * words.weights[term]!
+    }
+    return norm > 0 ? dot / Math.sqrt(norm) : 0
+  }
+}
+
+/** The question-only logit of a question from its embedding and, when the model has them, its words. */
+export function questionScorer(model: CalibrationModels['questionOnly']): (embedding: readonly number[], question: string) => number {
+  const words = model.words ? wordsScorer(model.words) : () => 0
+  return (embedding, question) => logit(model, embedding) + words(question)
+}
 
 const named = (model: LogisticModel, features: Record<string, number>): number[] => model.features.map((f) => features[f]!)
 
@@ -122,6 +161,10 @@ export function loadCalibration(dir: string): CalibrationModels {
     }
   }
   for (const key of ['answer', 'questionOnly', 'ambiguity'] as const) check(key, models[key])
+  const words = models.questionOnly.words
+  if (words && !(Number.isInteger(words.ngrams) && words.ngrams >= 1 && words.terms?.length > 0 && words.idf?.length === words.terms.length && words.weights?.length === words.terms.length)) {
+    throw ERR_MODEL_INVALID(path, 'questionOnly.words is not a words model (ngrams, and terms, idf and weights of one length)', `Rebuild it with \`${HOW_TO_BUILD}\``)
+  }
   if (models.verifier) {
     check('verifier.stack', models.verifier.stack)
     if (models.verifier.stack.weights.length !== 2 || !Number.isInteger(models.verifier.candidates) || models.verifier.candidates < 1) {
@@ -166,6 +209,7 @@ export interface DeciderOptions {
  */
 export function answerSetDecider(models: CalibrationModels, embed: EmbedQuestion, options: DeciderOptions, verify?: VerifyAnswers): Stage<Read, Read> {
   const verifier = models.verifier
+  const questionLogit = questionScorer(models.questionOnly)
   if (verifier && !verify) throw ERR_MODEL_MISSING('the answer verifier (config reader.verifier)', 'calibration.json stacks a cross-encoder verifier: give its model folder')
   return {
     name: 'decide',
@@ -179,8 +223,8 @@ export function answerSetDecider(models: CalibrationModels, embed: EmbedQuestion
       }
       const confidences = logits.map(sigmoid)
       const calibrated: ReadAnswer[] = input.answers.map((a, i) => ({ ...a, confidence: confidences[i]!, readerProbability: a.confidence }))
-      const questionLogit = logit(models.questionOnly, Array.from(await embed(input.question)))
-      const ambiguity = sigmoid(logit(models.ambiguity, named(models.ambiguity, readingFeatures(input, questionLogit, confidences))))
+      const byQuestion = questionLogit(Array.from(await embed(input.question)), input.question)
+      const ambiguity = sigmoid(logit(models.ambiguity, named(models.ambiguity, readingFeatures(input, byQuestion, confidences))))
       const ranked = calibrated.sort((a, b) => b.confidence - a.confidence)
       const kept = ranked.filter((a, i) => i === 0 || a.confidence >= options.minConfidence)
       const size = isAmbiguous(ambiguity) || !options.oneAnswerWhenUnambiguous ? options.maxAnswers : 1

@@ -46,7 +46,7 @@ async function openBase(config: RetrieverSettings, kind: BaseRetrieverKind, logg
       return new Bm25EsRetriever(config.elasticsearch)
     case 'dense':
     case 'dense-es': {
-      const encoder = await DenseEncoder.load(config.dense.model, config.dense.modelsDir, config.dense.threads, { device: config.dense.device, ...(logger ? { logger } : {}) })
+      const encoder = await DenseEncoder.shared(config.dense.model, config.dense.modelsDir, config.dense.threads, { device: config.dense.device, ...(logger ? { logger } : {}) })
       let store: PassageStore | undefined
       try {
         if (kind === 'dense-es') return new DenseEsRetriever(config.elasticsearch, encoder)

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
-import { answerFeatures, answerSetDecider, CALIBRATION_FILE, loadCalibration, readingFeatures, verifierPair, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
+import { answerFeatures, answerSetDecider, CALIBRATION_FILE, loadCalibration, questionScorer, readingFeatures, verifierPair, wordsScorer, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
+import { DEFAULT_READER_DIR } from '../core/paths.js'
+import { prerequisite } from './helpers/prerequisite.js'
 import type { RetrievedPassage } from '../core/retriever.js'
 import type { Read } from '../core/stages.js'
 
@@ -112,4 +114,31 @@ test('the cross-encoder verifier: the reader\'s first candidates stacked on the 
   assert.throws(() => loadCalibration(dir), (e: { code?: string; message: string }) => e.code === 'AMBIGQA_ERR_MODEL_INVALID' && /verifier/.test(e.message))
   writeFileSync(join(dir, CALIBRATION_FILE), JSON.stringify(stacked))
   assert.equal(loadCalibration(dir).verifier!.candidates, 2)
+})
+
+test('the question\'s words: TF-IDF of word 1-2 grams as scikit-learn makes them (lower case, runs of two or more word characters, sublinear tf, L2 norm)', () => {
+  const words = { ngrams: 2, terms: ['harry', 'harry potter', 'movie', 'potter', 'when'], idf: [2, 3, 1.5, 2, 1], weights: [0.5, 2, -1, 0.25, 0.1] }
+  const score = wordsScorer(words)
+  // "when" "did"(out of the vocabulary) "harry" "potter" "movie" "come"... and the bigram "harry potter".
+  const values = [1, 2, 3, 1.5, 2] // tf 1 each, times idf: when, harry, harry potter, movie, potter
+  const weights = [0.1, 0.5, 2, -1, 0.25]
+  const norm = Math.hypot(...values)
+  const want = values.reduce((s, v, i) => s + v * weights[i]!, 0) / norm
+  assert.ok(Math.abs(score('When did the Harry Potter movie come out?') - want) < 1e-12)
+  // A term twice: 1 + ln 2; "a" and "I" are not tokens; nothing in the vocabulary scores 0.
+  assert.ok(Math.abs(score('movie, MOVIE') - (-1)) < 1e-12, 'one term alone: its weight, whatever its tf-idf')
+  assert.equal(score('a I ?'), 0)
+  assert.equal(score(''), 0)
+  // The embedding part and the words part add up.
+  const q = questionScorer({ features: ['e0'], mean: [0], scale: [1], weights: [2], bias: -1, encoder: 'e5-small-v2-int8', words })
+  assert.ok(Math.abs(q([0.5], 'movie') - (-1 + 1 - 1)) < 1e-12)
+})
+
+const shipped = join(DEFAULT_READER_DIR, 'calibration')
+test('the shipped ambiguity model\'s words give the logits scikit-learn gave (its checks)', { skip: prerequisite(existsSync(join(shipped, CALIBRATION_FILE)) ? false : `no ${shipped}/${CALIBRATION_FILE}`) }, () => {
+  const words = loadCalibration(shipped).questionOnly.words
+  assert.ok(words, 'the shipped question-only model reads the words')
+  assert.ok((words.checks ?? []).length >= 5, 'it carries reference logits')
+  const score = wordsScorer(words)
+  for (const c of words.checks!) assert.ok(Math.abs(score(c.question) - c.logit) < 1e-5, `${c.question}: ${score(c.question)} against scikit-learn's ${c.logit}`)
 })

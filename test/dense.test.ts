@@ -37,6 +37,36 @@ test('e5 puts a question nearest the passage that answers it; vectors are unit l
   await encoder.close()
 })
 
+test('a shared encoder: one session for its users, a question encoded once, released by the last close', { skip }, async () => {
+  const retriever = await DenseEncoder.shared(MODEL, DEFAULT_ENCODERS_DIR, 1)
+  const decider = await DenseEncoder.shared(MODEL, DEFAULT_ENCODERS_DIR, 1)
+  assert.equal(decider, retriever, 'the same encoder')
+  const own = await DenseEncoder.load(MODEL, DEFAULT_ENCODERS_DIR, 1)
+  try {
+    const question = 'when did the harry potter movie come out'
+    const [first] = await retriever.encode([question], 'query')
+    const [again, other] = await decider.encode([question, 'who sings i\'m coming out'], 'query')
+    assert.equal(again, first, 'the second encoding is the first one\'s vector')
+    // What is kept is what would be computed.
+    const [fresh, freshOther] = await own.encode([question, 'who sings i\'m coming out'], 'query')
+    assert.ok(cos(first!, fresh!) > 0.99 && cos(other!, freshOther!) > 0.99)
+    // Passages are not kept: a passage is encoded once anyway.
+    const [p1] = await decider.encode([question], 'passage')
+    const [p2] = await decider.encode([question], 'passage')
+    assert.notEqual(p1, p2)
+    await retriever.close()
+    const [still] = await decider.encode(['a question after one user closed'], 'query')
+    assert.equal(still!.length, first!.length, 'the other user still encodes')
+    await decider.close()
+    // The last close released it: a new user gets a new encoder.
+    const next = await DenseEncoder.shared(MODEL, DEFAULT_ENCODERS_DIR, 1)
+    assert.notEqual(next, retriever)
+    await next.close()
+  } finally {
+    await own.close()
+  }
+})
+
 test('fp32 and int8 encoders agree', { skip: skip || encoderMissing('e5-small-v2') }, async () => {
   const fp32 = await DenseEncoder.load('e5-small-v2', DEFAULT_ENCODERS_DIR, 1)
   const int8 = await DenseEncoder.load(MODEL, DEFAULT_ENCODERS_DIR, 1)

@@ -194,6 +194,22 @@ test('a run killed midway resumes: the answered questions are kept, a truncated 
   assert.deepEqual(JSON.parse(JSON.stringify(scoreAmbigNq(records, predictions).metrics))['F1 answer'], metrics['F1 answer'])
 })
 
+test('--answers-only: no question rewritten, and a run begun with rewrites is not resumed without them', { skip: devSkip, timeout: 600_000 }, async () => {
+  const env = await readerEnv()
+  const out = join(tmp(), 'answers-only')
+  const args = ['eval', 'ambignq', '--data', DEV.path, '--ids', EVAL_300.path, '--limit', '3', '--out', out, '--concurrency', '1', '--answers-only']
+  const result = await runCli([...args, '--json'], { env })
+  assert.equal(result.code, 0, result.stderr)
+  const lines = progressLines(out)
+  assert.equal(lines.length, 3)
+  const answers = lines.flatMap((l) => l.answers)
+  assert.ok(answers.length >= 3, 'every question answered')
+  assert.ok(answers.every((a) => a.rewritten === false && a.question === lines.find((l) => l.answers.includes(a))!.question), 'each answer keeps the prompt')
+  const mixed = await runCli(args.filter((a) => a !== '--answers-only'), { env })
+  assert.equal(mixed.code, 1)
+  assert.match(mixed.stderr, /AMBIGQA_ERR_\w+: .*disambiguate/)
+})
+
 test('text from the data and the models is escaped in report.html', { skip: fixture.skip, timeout: 600_000 }, async () => {
   const env = await readerEnv()
   const dir = tmp()

@@ -129,24 +129,26 @@ export function registerTrainCommands(program: Command): void {
     .option('--verify-top <n>', 'candidates per question written as answer-verifier pairs (verifier-pairs.jsonl)', parseNumber('--verify-top'), 10)
     .option('--encoder <name>', 'the question-only model\'s sentence encoder (models/encoders)', 'e5-small-v2-int8')
     .option('--out <dir>', 'output folder', 'data/train')
-    .action(async (o: { data: string; tuneIds: string; tuneDevIds: string; store: string; reads: string; maxCandidates: number; verifyTop: number; encoder: string; out: string }, command: Command) => {
+    .option('--questions-only', 'write only ambiguity-questions.jsonl (no store, no reading: a minute)')
+    .action(async (o: { data: string; tuneIds: string; tuneDevIds: string; store: string; reads: string; maxCandidates: number; verifyTop: number; encoder: string; out: string; questionsOnly?: boolean }, command: Command) => {
       const reads = o.reads.split(',').map(Number)
       if (reads.some((n) => !Number.isInteger(n) || n < 1 || n > 100)) throw ERR_USAGE(`--reads ${o.reads} is not a list of passage counts`, 'Give whole numbers from 1 to 100, comma-separated: --reads 5,10,20')
       if (!Number.isInteger(o.verifyTop) || o.verifyTop < 0 || o.verifyTop > 100) throw ERR_USAGE(`--verify-top ${o.verifyTop} is not a number of candidates`, 'Give a whole number from 0 (no verifier pairs) to 100')
       const ctx = contextFor(command, { store: o.store })
       const r = ctx.config.reader
-      const retriever = await openRetriever(ctx.config, ctx.log)
+      const retriever = o.questionsOnly ? undefined : await openRetriever(ctx.config, ctx.log)
       // Every candidate: the fit decides the set, so the reader's own margin and cap do not apply.
-      const reader = await ExtractiveReader.load(r.extractive, { precision: r.precision, device: r.device, threads: r.threads, logger: ctx.log }, { keep: 0, maxAnswers: o.maxCandidates, rankPrior: r.rankPrior, dropContaining: r.dropContaining })
+      const reader = o.questionsOnly ? undefined : await ExtractiveReader.load(r.extractive, { precision: r.precision, device: r.device, threads: r.threads, logger: ctx.log }, { keep: 0, maxAnswers: o.maxCandidates, rankPrior: r.rankPrior, dropContaining: r.dropContaining })
       const encoder = await DenseEncoder.load(o.encoder, ctx.config.dense.modelsDir, ctx.config.dense.threads, { device: ctx.config.dense.device, logger: ctx.log })
       try {
         const tuneSets = [{ name: 'reader-tune', ids: o.tuneIds, reference: 'train' as const }, { name: 'asqa-tune', ids: o.tuneDevIds, reference: 'dev' as const }]
-        const result = await writeCalibrationData({ shared: o.data, tuneSets, out: o.out, retriever, reader, encoder, reads, verifyTop: o.verifyTop, retrieve: r.retrieve, log: ctx.log })
-        ctx.out(`${o.out}/calibration-tune.jsonl: ${result.tune} tuning questions read at ${reads.join(', ')} passages; ${o.out}/ambiguity-questions.jsonl: ${result.questions} questions embedded (${o.encoder})`)
+        const result = await writeCalibrationData({ shared: o.data, tuneSets, out: o.out, ...(retriever && reader ? { retriever, reader } : {}), encoder, reads, verifyTop: o.verifyTop, retrieve: r.retrieve, log: ctx.log })
+        if (reader) ctx.out(`${o.out}/calibration-tune.jsonl: ${result.tune} tuning questions read at ${reads.join(', ')} passages`)
+        ctx.out(`${o.out}/ambiguity-questions.jsonl: ${result.questions} questions embedded (${o.encoder})`)
       } finally {
         await encoder.close()
-        await reader.close()
-        await retriever.close()
+        await reader?.close()
+        await retriever?.close()
       }
     })
   train
@@ -164,9 +166,10 @@ export function registerTrainCommands(program: Command): void {
     .description('fit the answer calibrator and the ambiguity detector (train/configs/calibration.json) on `train calibration-data`\'s files')
     .option('--config <file>', 'fit config file', 'train/configs/calibration.json')
     .option('--seed <n>', 'seed', '0')
+    .option('--ambiguity-only', 'replace only the ambiguity detector (the question-only model and the one-answer rule) of the calibration.json the config writes; its answer verifier and set rule stay')
     .action((_o: unknown, command: Command) => {
-      const o = command.optsWithGlobals<{ config?: string; seed: string }>()
-      exitWith(runPython('fit_calibration', ['--config', o.config ?? 'train/configs/calibration.json', '--seed', o.seed]))
+      const o = command.optsWithGlobals<{ config?: string; seed: string; ambiguityOnly?: boolean }>()
+      exitWith(runPython('fit_calibration', ['--config', o.config ?? 'train/configs/calibration.json', '--seed', o.seed, ...(o.ambiguityOnly ? ['--ambiguity-only'] : [])]))
     })
   train
     .command('cotrain')

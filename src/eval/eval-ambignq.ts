@@ -31,6 +31,8 @@ export interface EvalAmbigNqOptions {
   concurrency: number
   /** Evaluate only the first N questions (after --ids). */
   limit?: number
+  /** false: answers without rewritten questions (F1 answer as always; BLEU and EDIT-F1 then score the prompt). */
+  disambiguate?: boolean
 }
 
 export interface EvalSummary {
@@ -66,7 +68,7 @@ export function loadEvalRecords(dataPath: string, idsPath?: string, limit?: numb
 }
 
 /** The settings that make answers comparable: a resumed run must use the same ones. */
-export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'retrieve' | 'read'>): Record<string, unknown> {
+export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'retrieve' | 'read' | 'disambiguate'>): Record<string, unknown> {
   // Every reader setting may change the answers, except where and how fast they are computed
   // (device, threads, maxBatch) and the passage counts (recorded above, as the run's own): a new
   // setting is recorded without an edit here.
@@ -74,6 +76,7 @@ export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'r
   return {
     retrieve: options.retrieve,
     read: options.read,
+    ...(options.disambiguate === false ? { disambiguate: false } : {}),
     retriever: config.retriever,
     store: config.retriever === 'bm25-es' ? config.elasticsearch.url : resolve(config.store),
     reranker: config.reranker.model ? { model: resolve(config.reranker.model), precision: config.reranker.precision, maxTokens: config.reranker.maxTokens } : 'none',
@@ -124,7 +127,7 @@ function passagesOf(result: Disambiguated): RetrievedPassage[] {
 export async function answerAll(
   pipeline: Pipeline,
   pending: readonly AmbigNqRecord[],
-  options: { retrieve: number; read: number; concurrency: number },
+  options: { retrieve: number; read: number; concurrency: number; disambiguate?: boolean },
   onAnswer: (record: AmbigNqRecord, result: Disambiguated) => void,
 ): Promise<void> {
   const controller = new AbortController()
@@ -135,7 +138,7 @@ export async function answerAll(
       const record = pending[next++]
       if (!record) return
       try {
-        const result = await pipeline.ask(record.question, { retrieve: options.retrieve, read: options.read }, controller.signal)
+        const result = await pipeline.ask(record.question, { retrieve: options.retrieve, read: options.read, ...(options.disambiguate === false ? { disambiguate: false } : {}) }, controller.signal)
         if (failure) return
         onAnswer(record, result)
       } catch (error) {

@@ -54,7 +54,8 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
 }
 
 /** The answer-set decider of config reader.calibration ('' for none), with the sentence encoder its
- * question-only model was fit on (from the dense retriever's models folder). A calibration fit on
+ * question-only model was fit on (from the dense retriever's models folder; the retriever's own
+ * encoder when it is the same model, so the question is embedded once). A calibration fit on
  * another reader's probabilities is not applied: they mean something else. */
 export async function openDecider(config: Config, logger: Logger = silentLogger): Promise<{ decider: Stage<Read, Read>; close: () => Promise<void> } | undefined> {
   if (config.reader.calibration === '') return undefined
@@ -63,7 +64,7 @@ export async function openDecider(config: Config, logger: Logger = silentLogger)
     logger.warn({ calibration: config.reader.calibration, fitFor: models.reader, reader: config.reader.kind }, 'calibration not applied: it was fit on another reader; confidences are the reader\'s own')
     return undefined
   }
-  const encoder = await DenseEncoder.load(models.questionOnly.encoder, config.dense.modelsDir, config.dense.threads, { device: config.dense.device, logger })
+  const encoder = await DenseEncoder.shared(models.questionOnly.encoder, config.dense.modelsDir, config.dense.threads, { device: config.dense.device, logger })
   const embed = async (question: string) => (await encoder.encode([question], 'query'))[0]!
   // The cross-encoder verifier reads each candidate in its words (reader/answer-set-decider.ts VerifierPair).
   let verifier: CrossEncoderReranker | undefined

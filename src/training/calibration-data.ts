@@ -7,8 +7,9 @@
 //   normalisation), the reading features, the normalised gold clusters of each annotation (so the
 //   fit can score F1 answer exactly) and the question's embedding;
 // - ambiguity-questions.jsonl: questions with a single/multi label and their embedding for the
-//   question-only model: AmbigNQ train outside the tuning split (fit), AmbigNQ dev (measured;
-//   `eval300` marks eval-300's), and AmbiEnt premise + hypothesis (measured: does it transfer?);
+//   question-only model and the ambiguity probability: AmbigNQ train outside the tuning split (fit),
+//   every AmbigNQ dev question (measured; `eval300` marks eval-300's), and AmbiEnt premise +
+//   hypothesis (measured: does it transfer?), each with its text;
 // - verifier-pairs.jsonl: at the most passages read, each question's first `verifyTop` candidates
 //   as the answer verifier reads them (verifierPair) with their label: what `train verifier` trains
 //   the cross-encoder on, fold by fold (its `set`).
@@ -59,9 +60,11 @@ export interface CalibrationDataOptions {
   shared: string
   tuneSets: TuneSet[]
   out: string
-  retriever: Retriever
+  /** Without a retriever and a reader only ambiguity-questions.jsonl is written (the tuning sets'
+   * ids are still left out of the train questions). */
+  retriever?: Retriever
   /** Read with keep 0 and a large maxAnswers: every candidate is written, the fit decides. */
-  reader: ExtractiveReader
+  reader?: ExtractiveReader
   encoder: DenseEncoder
   /** Passages read: each question's top max(reads) are read once, and its candidates written for each n. */
   reads: number[]
@@ -81,31 +84,39 @@ export async function writeCalibrationData(o: CalibrationDataOptions): Promise<{
   const eval300 = loadIdList(join(o.shared, 'splits/eval-300.txt'))
   const references = { train: loadReference(join(o.shared, 'ambignq/train_light.json')), dev: loadReference(join(o.shared, 'ambignq/dev_light.json')) }
   const tuneIds = new Set<string>()
+  for (const set of o.tuneSets) {
+    const ids = loadIdList(set.ids)
+    const leaked = [...ids].filter((id) => eval300.has(id))
+    if (leaked.length > 0) throw ERR_USAGE(`${set.ids} holds ${leaked.length} eval-300 questions (${leaked[0]})`, 'Nothing is tuned on eval-300: give an id list without them')
+    for (const id of ids) tuneIds.add(id)
+  }
   // A fresh checkout has no data/train yet (data build makes it, and is not needed for this).
   mkdirSync(o.out, { recursive: true })
+  if (o.retriever && o.reader) await readTuningSets(o, o.retriever, o.reader, references)
+  return { tune: tuneIds.size, questions: await writeQuestions(o, references, eval300, tuneIds) }
+}
+
+async function readTuningSets(o: CalibrationDataOptions, retriever: Retriever, reader: ExtractiveReader, references: Record<TuneSet['reference'], AmbigNqRecord[]>): Promise<void> {
   const tuneOut = new JsonLines(join(o.out, 'calibration-tune.jsonl'))
   const pairsOut = new JsonLines(join(o.out, 'verifier-pairs.jsonl'))
   const most = Math.max(...o.reads)
   let read = 0
   for (const set of o.tuneSets) {
     const ids = loadIdList(set.ids)
-    const leaked = [...ids].filter((id) => eval300.has(id))
-    if (leaked.length > 0) throw ERR_USAGE(`${set.ids} holds ${leaked.length} eval-300 questions (${leaked[0]})`, 'Nothing is tuned on eval-300: give an id list without them')
     const records = references[set.reference].filter((r) => ids.has(r.id))
-    for (const r of records) tuneIds.add(r.id)
     const embeddings = await embedAll(o.encoder, records.map((r) => r.question))
     for (const [i, record] of records.entries()) {
-      const passages = await o.retriever.search(record.question, Math.max(o.retrieve, most))
-      const [readPassages] = await o.reader.readPassages([{ question: record.question, passages: passages.slice(0, most) }])
+      const passages = await retriever.search(record.question, Math.max(o.retrieve, most))
+      const [readPassages] = await reader.readPassages([{ question: record.question, passages: passages.slice(0, most) }])
       const golds = goldClusters(record)
       const aliases = new Set(golds.flat(2))
       for (const n of o.reads) {
         const reranked = passages.slice(0, n)
-        const answers = o.reader.answerSet({ question: record.question, passages: reranked }, o.reader.scoreSpans(readPassages!.slice(0, n)))
+        const answers = reader.answerSet({ question: record.question, passages: reranked }, reader.scoreSpans(readPassages!.slice(0, n)))
         const input: Read = { question: record.question, passages, reranked, timings: { retrievalMs: 0, totalMs: 0 }, answers: readAnswers(answers) }
         const features = answerFeatures(input)
         await tuneOut.write({
-          id: record.id, set: set.name, read: n, multi: isMultiAnswer(record), golds,
+          id: record.id, set: set.name, read: n, question: record.question, multi: isMultiAnswer(record), golds,
           answers: input.answers.map((a, j) => ({ answer: normalizeAnswer(a.answer), correct: aliases.has(normalizeAnswer(a.answer)), features: { ...a.features, ...features[j] } })),
           reading: readingFeatures(input, 0), embedding: rounded(embeddings[i]!),
         })
@@ -120,7 +131,10 @@ export async function writeCalibrationData(o: CalibrationDataOptions): Promise<{
   }
   await tuneOut.close()
   await pairsOut.close()
+}
 
+/** ambiguity-questions.jsonl: the labelled questions with their text and embedding; the number written. */
+async function writeQuestions(o: CalibrationDataOptions, references: Record<TuneSet['reference'], AmbigNqRecord[]>, eval300: Set<string>, tuneIds: Set<string>): Promise<number> {
   const dev = references.dev
   const ambient = ['dev', 'test'].flatMap((split) => readFileSync(join(o.shared, `ambient/${split}.jsonl`), 'utf8').split('\n').filter((l) => l.trim()).map((l) => {
     const r = JSON.parse(l) as { id: number; premise: string; hypothesis: string; premise_ambiguous: boolean; hypothesis_ambiguous: boolean }
@@ -128,16 +142,17 @@ export async function writeCalibrationData(o: CalibrationDataOptions): Promise<{
   }))
   const questions = [
     ...references.train.filter((r) => !tuneIds.has(r.id)).map((r) => ({ id: r.id, source: 'ambignq-train', eval300: false, label: isMultiAnswer(r), text: r.question })),
-    ...dev.filter((r) => !tuneIds.has(r.id)).map((r) => ({ id: r.id, source: 'ambignq-dev', eval300: eval300.has(r.id), label: isMultiAnswer(r), text: r.question })),
+    // Every dev question: the question-only model never fits on dev, so all 1,702 outside eval-300 measure it.
+    ...dev.map((r) => ({ id: r.id, source: 'ambignq-dev', eval300: eval300.has(r.id), tune: tuneIds.has(r.id), label: isMultiAnswer(r), text: r.question })),
     ...ambient,
   ]
   const questionsOut = new JsonLines(join(o.out, 'ambiguity-questions.jsonl'))
   for (let i = 0; i < questions.length; i += 512) {
     const chunk = questions.slice(i, i + 512)
     const embeddings = await embedAll(o.encoder, chunk.map((q) => q.text))
-    for (const [j, q] of chunk.entries()) await questionsOut.write({ id: q.id, source: q.source, eval300: q.eval300, label: q.label, embedding: rounded(embeddings[j]!) })
+    for (const [j, q] of chunk.entries()) await questionsOut.write({ ...q, embedding: rounded(embeddings[j]!) })
     o.log.info({ done: i + chunk.length, of: questions.length }, 'calibration data: questions embedded')
   }
   await questionsOut.close()
-  return { tune: tuneIds.size, questions: questions.length }
+  return questions.length
 }
