@@ -207,28 +207,32 @@ export interface DeciderOptions {
  * the question and the verified set, and the set cut to its best answer when the question is
  * judged unambiguous.
  */
-export function answerSetDecider(models: CalibrationModels, embed: EmbedQuestion, options: DeciderOptions, verify?: VerifyAnswers): Stage<Read, Read> {
-  const verifier = models.verifier
-  const questionLogit = questionScorer(models.questionOnly)
-  if (verifier && !verify) throw ERR_MODEL_MISSING('the answer verifier (config reader.verifier)', 'calibration.json stacks a cross-encoder verifier: give its model folder')
-  return {
-    name: 'decide',
-    run: async (input, signal) => {
-      const logits = answerFeatures(input).map((f) => logit(models.answer, named(models.answer, f)))
-      if (verifier && verify) {
-        // The reader's first candidates (its order: what the stack was fit on) that carry a window.
-        const read = input.answers.map((a, i) => ({ a, i })).filter(({ a, i }) => i < verifier.candidates && a.window)
-        const cross = await verify(input.question, read.map(({ a }) => verifierPair(input.question, a.answer, a.window!)), signal)
-        read.forEach(({ i }, k) => { logits[i] = logit(verifier.stack, [logits[i]!, cross[k]!]) })
-      }
-      const confidences = logits.map(sigmoid)
-      const calibrated: ReadAnswer[] = input.answers.map((a, i) => ({ ...a, confidence: confidences[i]!, readerProbability: a.confidence }))
-      const byQuestion = questionLogit(Array.from(await embed(input.question)), input.question)
-      const ambiguity = sigmoid(logit(models.ambiguity, named(models.ambiguity, readingFeatures(input, byQuestion, confidences))))
-      const ranked = calibrated.sort((a, b) => b.confidence - a.confidence)
-      const kept = ranked.filter((a, i) => i === 0 || a.confidence >= options.minConfidence)
-      const size = isAmbiguous(ambiguity) || !options.oneAnswerWhenUnambiguous ? options.maxAnswers : 1
-      return { ...input, answers: kept.slice(0, size), ambiguity }
-    },
+export class AnswerSetDecider implements Stage<Read, Read> {
+  readonly name = 'decide'
+  private readonly questionLogit: (embedding: readonly number[], question: string) => number
+
+  constructor(private readonly models: CalibrationModels, private readonly embed: EmbedQuestion, private readonly options: DeciderOptions, private readonly verify?: VerifyAnswers) {
+    if (models.verifier && !verify) throw ERR_MODEL_MISSING('the answer verifier (config reader.verifier)', 'calibration.json stacks a cross-encoder verifier: give its model folder')
+    this.questionLogit = questionScorer(models.questionOnly)
+  }
+
+  async run(input: Read, signal?: AbortSignal): Promise<Read> {
+    const { models, options, verify } = this
+    const verifier = models.verifier
+    const logits = answerFeatures(input).map((f) => logit(models.answer, named(models.answer, f)))
+    if (verifier && verify) {
+      // The reader's first candidates (its order: what the stack was fit on) that carry a window.
+      const read = input.answers.map((a, i) => ({ a, i })).filter(({ a, i }) => i < verifier.candidates && a.window)
+      const cross = await verify(input.question, read.map(({ a }) => verifierPair(input.question, a.answer, a.window!)), signal)
+      read.forEach(({ i }, k) => { logits[i] = logit(verifier.stack, [logits[i]!, cross[k]!]) })
+    }
+    const confidences = logits.map(sigmoid)
+    const calibrated: ReadAnswer[] = input.answers.map((a, i) => ({ ...a, confidence: confidences[i]!, readerProbability: a.confidence }))
+    const byQuestion = this.questionLogit(Array.from(await this.embed(input.question)), input.question)
+    const ambiguity = sigmoid(logit(models.ambiguity, named(models.ambiguity, readingFeatures(input, byQuestion, confidences))))
+    const ranked = calibrated.sort((a, b) => b.confidence - a.confidence)
+    const kept = ranked.filter((a, i) => i === 0 || a.confidence >= options.minConfidence)
+    const size = isAmbiguous(ambiguity) || !options.oneAnswerWhenUnambiguous ? options.maxAnswers : 1
+    return { ...input, answers: kept.slice(0, size), ambiguity }
   }
 }

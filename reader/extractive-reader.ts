@@ -57,6 +57,12 @@ export function extractiveSettings(settings: ExtractiveSettings): ExtractiveSett
   return Object.fromEntries(EXTRACTIVE_SETTINGS.map((key) => [key, settings[key]])) as unknown as ExtractiveSettings
 }
 
+/** The reader's own set rule off, for a decider that verifies its candidates (answer-set-decider.ts):
+ * every candidate up to `candidates`, with no margin to the best. */
+export function forVerification<S extends ExtractiveSettings>(settings: S, candidates: number): S {
+  return { ...settings, keep: 0, maxAnswers: candidates }
+}
+
 export const defaultExtractiveOptions: ExtractiveOptions = {
   maxInputTokens: 256, maxQuestionTokens: 64, maxAnswerTokens: 10, batchSize: 16, keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 0, dropContaining: false,
 }

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
-import { answerFeatures, answerSetDecider, CALIBRATION_FILE, loadCalibration, questionScorer, readingFeatures, verifierPair, wordsScorer, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
+import { answerFeatures, AnswerSetDecider, CALIBRATION_FILE, loadCalibration, questionScorer, readingFeatures, verifierPair, wordsScorer, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
 import { DEFAULT_READER_DIR } from '../core/paths.js'
 import { prerequisite } from './helpers/prerequisite.js'
 import type { RetrievedPassage } from '../core/retriever.js'
@@ -51,15 +51,15 @@ test('features: each answer\'s share of the best, rank and evidence; the questio
 test('the decider calibrates, drops answers under minConfidence and keeps the best alone when unambiguous', async () => {
   const two = read([['x', 0.5, [passages[0]!]], ['y', 0.45, [passages[1]!]], ['z', 0.1, []]])
   // Question logit 2 and second share 0.9: sigmoid(2 + 2.7 − 2) > 0.5, ambiguous.
-  const ambiguous = await answerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 0.1, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }).run(two)
+  const ambiguous = await new AnswerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 0.1, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }).run(two)
   assert.ok(ambiguous.ambiguity! > 0.9)
   assert.deepEqual(ambiguous.answers.map((a) => a.answer), ['x', 'y'], 'z (confidence 0.05) is under minConfidence')
   assert.ok(Math.abs(ambiguous.answers[0]!.confidence - 1 / (1 + Math.exp(-5))) < 1e-9)
   // Question logit −3: sigmoid(−3 + 2.7 − 2) < 0.5, one answer, the most confident.
-  const single = await answerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }).run(two)
+  const single = await new AnswerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }).run(two)
   assert.ok(single.ambiguity! < 0.5)
   assert.deepEqual(single.answers.map((a) => a.answer), ['x'])
-  const reportOnly = await answerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }).run(two)
+  const reportOnly = await new AnswerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }).run(two)
   assert.deepEqual(reportOnly.answers.map((a) => a.answer), ['x', 'y', 'z'], 'the detector only reports')
 })
 
@@ -73,9 +73,9 @@ test('the verified set: the best three confidences, their sum, how many reach 0.
 
 test('the decider keeps its most confident answer even under minConfidence, and at most maxAnswers', async () => {
   const three = read([['x', 0.5, [passages[0]!]], ['y', 0.45, [passages[1]!]], ['z', 0.4, []]])
-  const none = await answerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 1, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }).run(three)
+  const none = await new AnswerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 1, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }).run(three)
   assert.deepEqual(none.answers.map((a) => a.answer), ['x'])
-  const capped = await answerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 0, oneAnswerWhenUnambiguous: true, maxAnswers: 2 }).run(three)
+  const capped = await new AnswerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 0, oneAnswerWhenUnambiguous: true, maxAnswers: 2 }).run(three)
   assert.deepEqual(capped.answers.map((a) => a.answer), ['x', 'y'])
 })
 
@@ -99,7 +99,7 @@ test('the cross-encoder verifier: the reader\'s first candidates stacked on the 
     seen.push([...pairs])
     return pairs.map(() => -4)
   }
-  const out = await answerSetDecider(stacked, async () => new Float32Array([2, 7]), { minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }, verify).run(input)
+  const out = await new AnswerSetDecider(stacked, async () => new Float32Array([2, 7]), { minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }, verify).run(input)
   // x is read (rank 0, a window); y has no window; z is past the first 2.
   assert.deepEqual(seen, [[{ question: 'who won', title: 'x [SEP] T', text: 'words around x' }]])
   assert.deepEqual(verifierPair('q', 'x', { title: 'T', text: 'w' }), { question: 'q', title: 'x [SEP] T', text: 'w' })
@@ -107,7 +107,7 @@ test('the cross-encoder verifier: the reader\'s first candidates stacked on the 
   assert.ok(Math.abs(confidence.x! - 1 / (1 + Math.exp(4))) < 1e-9, 'x: the stack of its cross-encoder logit')
   assert.ok(Math.abs(confidence.y! - 1 / (1 + Math.exp(-(10 * 0.9 - 5)))) < 1e-9, 'y: the answer model alone')
   assert.deepEqual(out.answers.map((a) => a.answer), ['y', 'z', 'x'], 'x falls behind the candidates the verifier did not read')
-  assert.throws(() => answerSetDecider(stacked, async () => new Float32Array([0, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }),
+  assert.throws(() => new AnswerSetDecider(stacked, async () => new Float32Array([0, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }),
     (e: { code?: string }) => e.code === 'AMBIGQA_ERR_MODEL_MISSING', 'a stack without a verifier model is a coded error')
   const dir = mkdtempSync(join(tmpdir(), 'calibration-'))
   writeFileSync(join(dir, CALIBRATION_FILE), JSON.stringify({ ...stacked, verifier: { candidates: 2, stack: model(['answerLogit'], [1], 0) } }))

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Reader } from '../reader/reader.js'
+import { QuestionDisambiguation } from '../reader/question-disambiguation.js'
 import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
 import { SqlitePassageSource } from '../retriever/passage-source.js'
 import { PassageStore } from '../retriever/passage-store.js'
@@ -25,11 +26,14 @@ before(async () => {
   if (fixture.skip) return
   storeDir = await buildDemoStore('server-ask-')
   store = PassageStore.openReadOnly(storeDir)
-  const reader = await Reader.open({ ...defaults.reader, kind: 'spanseqgen', spanseqgen: fixture.dir!, qd: fixture.dir!, precision: 'fp32', numBeams: 1 })
+  const settings = { ...defaults.reader, kind: 'spanseqgen' as const, spanseqgen: fixture.dir!, qd: fixture.dir!, precision: 'fp32' as const, numBeams: 1 }
+  const qd = await QuestionDisambiguation.open(settings)
+  // SpanSeqGen reads with QD's model (the same folder), as open-pipeline shares it.
+  const reader = await Reader.open(settings, undefined, { folder: fixture.dir!, model: qd.seq2seq! })
   pipeline = new Pipeline({
     retriever: new Bm25SqliteRetriever(PassageStore.openReadOnly(storeDir), defaults.bm25),
-    // The reader's own stage, counted: whether the server ran question disambiguation at all.
-    reader: reader.readStage, disambiguator: { name: 'qd', run: (input, signal) => { disambiguations++; return reader.disambiguateStage.run(input, signal) } }, close: () => reader.close(),
+    // The QD stage, counted: whether the server ran question disambiguation at all.
+    reader, disambiguator: { name: 'qd', run: (input, signal) => { disambiguations++; return qd.run(input, signal) } }, close: async () => { await reader.close(); await qd.close() },
   })
   instance = Fastify({ logger: false })
   await instance.register(ambigqaServer, { pipeline, passages: new SqlitePassageSource(store), limits: {} })

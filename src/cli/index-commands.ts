@@ -87,9 +87,10 @@ export function registerIndexCommands(program: Command): void {
     .option('--es-url <url>', 'Elasticsearch URL (default: config "elasticsearch.url")')
     .option('--es-index <name>', 'Elasticsearch index (default: config "elasticsearch.index")')
     .option('--from-store <dir>', 'elasticsearch: copy the vectors of this SQLite store (same sources, already encoded) instead of encoding')
-    .option('--device <device>', 'cpu: onnxruntime-node (default); cuda: the same encoder rebuilt in PyTorch (.venv-train) on an NVIDIA GPU, same vectors in the same table', 'cpu')
+    .option('--device <device>', 'cpu: onnxruntime-node (default); cuda: the same encoder rebuilt in PyTorch (.venv-train) on an NVIDIA GPU, same vectors in the same table')
     .action(async (opts, command: Command) => {
-      const device = parseEncodeDevice(opts.device)
+      // The program's --device takes the flag wherever it stands on the line: read it from there.
+      const device = parseEncodeDevice(command.optsWithGlobals<{ device?: string }>().device ?? 'cpu')
       const ctx = contextFor(command, { store: opts.store, 'elasticsearch.url': opts.esUrl, 'elasticsearch.index': opts.esIndex })
       if (opts.backend !== 'sqlite' && opts.backend !== 'elasticsearch') {
         throw ERR_USAGE(`unknown --backend '${opts.backend}'`, 'Use sqlite or elasticsearch')

@@ -2,9 +2,11 @@
 // folders load. A missing model is not fatal: search keeps working and `ask` says what to do.
 import { openRetriever } from '../../retriever/open-retriever.js'
 import { Reader } from '../../reader/reader.js'
+import { QuestionDisambiguation } from '../../reader/question-disambiguation.js'
+import { forVerification } from '../../reader/extractive-reader.js'
 import { CrossEncoderReranker } from '../../retriever/cross-encoder-reranker.js'
 import { DenseEncoder } from '../../retriever/dense-encoder.js'
-import { answerSetDecider, loadCalibration, VERIFIER_TOKENS } from '../../reader/answer-set-decider.js'
+import { AnswerSetDecider, loadCalibration, VERIFIER_TOKENS } from '../../reader/answer-set-decider.js'
 import type { Read, Stage } from '../../core/stages.js'
 import type { Config } from '../../core/config.js'
 import { AmbigqaError } from '../../core/errors.js'
@@ -28,19 +30,25 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
   // Other kinds open on request from the same configuration (the server's retriever argument).
   const retrievers = { retriever, retrieverKind: config.retriever, openRetriever: (kind: Config['retriever']) => openRetriever({ ...config, retriever: kind }, logger) }
   try {
-    // With a calibration the reader recalls candidates and the decider verifies them and decides.
-    const reader = await Reader.open(config.reader.calibration === '' ? config.reader : { ...config.reader, keep: 0, maxAnswers: config.reader.candidates }, logger)
+    const qd = await QuestionDisambiguation.open(config.reader, logger)
+    let reader: Reader | undefined
     let decided: Awaited<ReturnType<typeof openDecider>>
     try {
+      // With a calibration the reader recalls candidates and the decider verifies them and decides.
+      const settings = config.reader.calibration === '' ? config.reader : forVerification(config.reader, config.reader.candidates)
+      reader = await Reader.open(settings, logger, qd.seq2seq ? { folder: config.reader.qd, model: qd.seq2seq } : undefined)
       decided = await openDecider(config, logger)
     } catch (error) {
-      await reader.close()
+      await reader?.close()
+      await qd.close()
       throw error
     }
+    const opened = reader
     return new Pipeline({
-      ...retrievers, ...(reranker ? { reranker } : {}), read: config.reader.read, retrieve: config.reader.retrieve, reader: reader.readStage, disambiguator: reader.disambiguateStage,
+      ...retrievers, ...(reranker ? { reranker } : {}), read: config.reader.read, retrieve: config.reader.retrieve, reader: opened, disambiguator: qd,
       ...(decided ? { decider: decided.decider } : {}),
-      close: async () => { await reader.close(); await decided?.close(); await closeReranker() },
+      // The reader before QD's model: SpanSeqGen may read with it.
+      close: async () => { await opened.close(); await qd.close(); await decided?.close(); await closeReranker() },
     })
   } catch (error) {
     if (!(error instanceof AmbigqaError)) {
@@ -75,6 +83,6 @@ export async function openDecider(config: Config, logger: Logger = silentLogger)
     throw error
   }
   const verify = verifier ? verifier.score.bind(verifier) : undefined
-  const decider = answerSetDecider(models, embed, { minConfidence: config.reader.minConfidence, oneAnswerWhenUnambiguous: config.reader.oneAnswerWhenUnambiguous, maxAnswers: config.reader.maxAnswers }, verify)
+  const decider = new AnswerSetDecider(models, embed, { minConfidence: config.reader.minConfidence, oneAnswerWhenUnambiguous: config.reader.oneAnswerWhenUnambiguous, maxAnswers: config.reader.maxAnswers }, verify)
   return { decider, close: async () => { await encoder.close(); await verifier?.close() } }
 }
