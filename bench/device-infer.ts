@@ -1,21 +1,25 @@
 // ONNX inference on a GPU against the CPU, in one process on one machine (the GPU issue's queue
 // step a): the same questions asked through the whole pipeline (retrieval, reading, the decider;
-// no rewrites: QD runs on llama.cpp) once with every ONNX model on the CPU and once on --device;
+// no rewrites) once with every ONNX model on the CPU and once on --device;
 // the answers must be equal (the same strings in the same order; confidences compared), and
 // answers/s at 8 and 32 in flight are printed for both, side by side.
-// Usage: node dist/bench/device-infer.js --store DIR --questions FILE.json --device cuda|webgpu|auto [--limit N] [--out FILE.json]
+// Usage: node dist/bench/device-infer.js --store DIR --questions FILE.json --device cuda|webgpu|auto [--limit N] [--out FILE.json] [--qd DIR]
+// (--qd: the QD model the pipeline loads, unused without rewrites: by default the ONNX BART of
+// assets/models/qd, so that the decoder's 253 MB llama.cpp base need not travel to a GPU machine.)
 // (FILE.json: a JSON list of question strings; scripts/gpu-runtime pack writes eval-300's first 50).
 // A device whose provider cannot start falls back to the CPU: the run says so (`ran`), and the
 // comparison is then CPU against CPU (the test suite's dry run, on a machine with no GPU).
 import { readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import pino from 'pino'
+import { join } from 'node:path'
 import { loadConfig } from '../core/config.js'
+import { DEFAULT_READER_DIR } from '../core/paths.js'
 import { DEVICES, type Device } from '../core/kinds.js'
 import { openPipeline } from '../src/pipeline/open-pipeline.js'
 import type { Disambiguated } from '../core/stages.js'
 
-const { values } = parseArgs({ options: { store: { type: 'string' }, questions: { type: 'string' }, device: { type: 'string', default: 'auto' }, limit: { type: 'string', default: '50' }, out: { type: 'string' }, levels: { type: 'string', default: '8,32' } } })
+const { values } = parseArgs({ options: { store: { type: 'string' }, questions: { type: 'string' }, device: { type: 'string', default: 'auto' }, limit: { type: 'string', default: '50' }, out: { type: 'string' }, levels: { type: 'string', default: '8,32' }, qd: { type: 'string', default: join(DEFAULT_READER_DIR, 'qd') } } })
 const device = values.device as Device
 if (!DEVICES.includes(device) || device === 'cpu') throw new Error(`--device must be one of ${DEVICES.filter((d) => d !== 'cpu').join(', ')}, not ${values.device}`)
 if (!values.store || !values.questions) throw new Error('--store DIR and --questions FILE.json are required')
@@ -30,7 +34,7 @@ interface Run { device: Device; ran: string; warnings: string[]; loadSeconds: nu
 async function run(on: Device): Promise<Run> {
   const warnings: string[] = []
   const logger = pino({ level: 'warn' }, { write: (line: string) => { warnings.push(JSON.parse(line).msg as string) } })
-  const config = loadConfig({ flags: { store: values.store, 'log.level': 'warn', 'reader.device': on, 'reranker.device': on, 'dense.device': on } })
+  const config = loadConfig({ flags: { store: values.store, 'log.level': 'warn', 'reader.device': on, 'reranker.device': on, 'dense.device': on, 'reader.qd': values.qd } })
   const options = { retrieve: config.reader.retrieve, read: config.reader.read, disambiguate: false }
   let t = performance.now()
   const pipeline = await openPipeline(config, logger)
