@@ -9,7 +9,8 @@
 // probability is a logistic model over both logits. The set is every candidate at or over minConfidence (the best one always), and
 // P(the question has more than one answer) comes from the question alone (its sentence embedding
 // and its words), fit on AmbigNQ train's natural mix of questions, so that it is a probability a
-// client can act on; a question judged unambiguous keeps its best answer alone.
+// client can act on; with oneAnswerWhenUnambiguous (off by default: BENCHMARKS.md, "Ambiguity as a
+// probability") a question judged unambiguous keeps its best answer alone.
 // The models are a few numbers in calibration.json, fit by `ambigqa_train.fit_calibration` on the
 // tuning sets (train/splits/reader-tune.txt, asqa-tune.txt), never on eval-300.
 import { existsSync, readFileSync } from 'node:fs'
@@ -203,9 +204,10 @@ export interface DeciderOptions {
 /**
  * The stage between reading and question disambiguation: each candidate verified (its calibrated
  * confidence), the set those at or over minConfidence (the most confident always: an empty set
- * scores as a wrong one, and its confidence says how sure it is), the ambiguity probability from
- * the question and the verified set, and the set cut to its best answer when the question is
- * judged unambiguous.
+ * scores as a wrong one, and its confidence says how sure it is), the ambiguity probability (the
+ * `ambiguity` model over readingFeatures: the shipped one is the question-only logit as it is),
+ * and, with oneAnswerWhenUnambiguous, the set cut to its best answer when the question is judged
+ * unambiguous.
  */
 export class AnswerSetDecider implements Stage<Read, Read> {
   readonly name = 'decide'

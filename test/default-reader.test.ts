@@ -40,7 +40,7 @@ test('the default configuration retrieves with e5, opens the shipped reader and 
   assert.ok(result.answers.length >= 1, 'at least one answer')
   assert.ok(result.ambiguity !== undefined && result.ambiguity > 0 && result.ambiguity < 1, 'the detector gives a probability')
   assert.equal(result.ambiguous, result.ambiguity > 0.5)
-  if (!result.ambiguous) assert.equal(result.answers.length, 1, 'a question judged unambiguous keeps its best answer alone')
+  if (!result.ambiguous && defaults.reader.oneAnswerWhenUnambiguous) assert.equal(result.answers.length, 1, 'a question judged unambiguous keeps its best answer alone')
   for (const a of result.answers) {
     assert.ok(a.evidence.length > 0, `'${a.answer}' has evidence`)
     for (const p of a.evidence) assert.ok(hasAnswer(`${p.title} ${p.text}`, [a.answer]), `'${a.answer}' is in passage ${p.id}`)
