@@ -6,10 +6,9 @@
 // lacks (int8 ones, often) run on the CPU inside the same session: onnxruntime says so in a
 // warning of its own ("Some nodes were not assigned to the preferred execution providers").
 import ort from './onnx-runtime.js'
+import type { Device } from './kinds.js'
 import type { Logger } from './log.js'
 import { silentLogger } from './log.js'
-
-import type { Device } from './kinds.js'
 
 export { DEVICES, type Device } from './kinds.js'
 /** Where a session actually runs. */

@@ -4,7 +4,7 @@ chosen by cross-validation on its own training rows (folds by question):
 
 - question-only, which is the ambiguity probability: P(multi) from the question's sentence
   embedding and its words (TF-IDF of word 1-2 grams, as scikit-learn's TfidfVectorizer makes them
-  and answer-set-decider.ts wordsLogit repeats), fit on AmbigNQ train outside the tuning sets: the
+  and answer-set-decider.ts wordsScorer repeats), fit on AmbigNQ train outside the tuning sets: the
   natural mix, about 44% multi; measured (AUROC, ECE) on the 1,702 AmbigNQ dev questions outside
   eval-300, and on AmbiEnt. (The tuning sets are 93% multi-answer: a detector fit on them says
   "ambiguous" to every question, so reading features are not fit into it.)
@@ -13,17 +13,18 @@ chosen by cross-validation on its own training rows (folds by question):
   candidateFeatures), fit on the tuning sets (reader-tune: AmbigNQ train; asqa-tune: AmbigNQ dev
   questions of ASQA outside eval-300; never eval-300);
 
-Then, per passage count read, minConfidence, maxAnswers and whether a question judged unambiguous
-keeps its best answer alone (the detector) are chosen by F1 answer on the tuning sets (exact: the
-metric's greedy one-to-one match against every annotation's normalised clusters), each question
-weighted so that the multi-answer share is AmbigNQ train's (the questions a server is asked are
-that mix, not the tuning sets' 93%), from out-of-fold predictions, so that no choice is made on
-answers a model has seen, among the
+Then, per passage count read, minConfidence and maxAnswers are chosen by F1 answer on the tuning
+sets (exact: the metric's greedy one-to-one match against every annotation's normalised clusters)
+from out-of-fold predictions, so that no choice is made on answers a model has seen, among the
 settings that return at least min_answers_per_multi answers per multi-answer question there (a
-set is to hold the other answers, not only the likeliest one); a larger passage count only when it
-beats a smaller one by more than `tolerance`.
+set is to hold the other answers, not only the likeliest one); the config's `read` is the passage
+count served (without it, a larger count only when it beats a smaller one by more than
+`tolerance`). Then whether a question judged unambiguous keeps its best answer alone: on the
+tuning questions weighted so that the multi-answer share is AmbigNQ train's (the questions a
+server is asked are that mix, not the tuning sets' 93%), adopted only when its gain is above zero
+at 95% (detector_gain).
 
-`python -m ambigqa_train.fit_calibration --config train/configs/calibration.json --seed 0`
+`python -m ambigqa_train.fit_calibration --config train/configs/calibration.json --seed 0 [--ambiguity-only]`
 """
 from __future__ import annotations
 
@@ -155,7 +156,7 @@ class QuestionFeatures:
     """The question-only model's inputs: the standardised sentence embedding times `embedding_weight`
     (how much it counts against the words under one L2 penalty) beside the TF-IDF of the question's
     word 1-2 grams (lower-cased runs of two or more word characters; sublinear tf, smoothed idf, each
-    row L2-normalised): what answer-set-decider.ts questionLogit computes from the JSON."""
+    row L2-normalised): what answer-set-decider.ts questionScorer computes from the JSON."""
 
     def __init__(self, rows: list[dict[str, Any]], embedding_weight: float, min_df: int) -> None:
         self.standardised = Standardised(np.array([r["embedding"] for r in rows], dtype=np.float64))
