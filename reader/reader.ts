@@ -7,7 +7,9 @@ import type { Read, ReadAnswer, Reranked, Stage } from '../core/stages.js'
 import { BatchQueue } from './batch-queue.js'
 import { ExtractiveCommittee, isCommittee } from './extractive-committee.js'
 import { extractiveSettings, ExtractiveReader, type ExtractiveSettings } from './extractive-reader.js'
+import { isLmFolder, LlamaLm } from './generation/llama-lm.js'
 import { Seq2SeqModel } from './generation/seq2seq-model.js'
+import { LmSpanReader } from './lm-span-reader.js'
 import { SpanSeqGen } from './span-seq-gen.js'
 import type { PredictedAnswer, ReadingQuestion } from './types.js'
 
@@ -39,7 +41,7 @@ export class Reader implements Stage<Reranked, Read> {
   readonly name = 'reader'
   private readonly queue: BatchQueue<ReadingQuestion, PredictedAnswer[]>
 
-  private constructor(readonly answerReader: SpanSeqGen | ExtractiveReader | ExtractiveCommittee, private readonly owned: { close(): Promise<void> } | undefined, maxBatch: number) {
+  private constructor(readonly answerReader: SpanSeqGen | LmSpanReader | ExtractiveReader | ExtractiveCommittee, private readonly owned: { close(): Promise<void> } | undefined, maxBatch: number) {
     this.queue = new BatchQueue((items) => answerReader.read(items), maxBatch)
   }
 
@@ -54,6 +56,11 @@ export class Reader implements Stage<Reranked, Read> {
         ? await ExtractiveCommittee.load(settings.extractive, device, options)
         : await ExtractiveReader.load(settings.extractive, device, options)
       return new Reader(extractive, extractive, settings.maxBatch)
+    }
+    if (isLmFolder(settings.spanseqgen)) {
+      // SpanSeqGen on the pretrained decoder (an lm.json folder trained for `span`).
+      const lm = new LmSpanReader(await LlamaLm.load(settings.spanseqgen, { threads: settings.threads, ...(logger ? { logger } : {}) }), { constrainToPassages: settings.constrainToPassages })
+      return new Reader(lm, lm, settings.maxBatch)
     }
     const own = shared?.folder === settings.spanseqgen ? undefined : await Seq2SeqModel.load(settings.spanseqgen, device)
     const generation = settings.numBeams > 0 ? { numBeams: settings.numBeams } : {}
