@@ -9,7 +9,7 @@
 // (FILE.json: a JSON list of question strings; scripts/gpu-runtime pack writes eval-300's first 50).
 // A device whose provider cannot start falls back to the CPU: the run says so (`ran`), and the
 // comparison is then CPU against CPU (the test suite's dry run, on a machine with no GPU).
-import { readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import pino from 'pino'
 import { join } from 'node:path'
@@ -17,6 +17,7 @@ import { loadConfig } from '../core/config.js'
 import { DEFAULT_READER_DIR } from '../core/paths.js'
 import { DEVICES, type Device } from '../core/kinds.js'
 import { openPipeline } from '../src/pipeline/open-pipeline.js'
+import { writeAtomic } from '../src/eval/run-folder.js'
 import type { Disambiguated } from '../core/stages.js'
 
 const { values } = parseArgs({ options: { store: { type: 'string' }, questions: { type: 'string' }, device: { type: 'string', default: 'auto' }, limit: { type: 'string', default: '50' }, out: { type: 'string' }, levels: { type: 'string', default: '8,32' }, qd: { type: 'string', default: join(DEFAULT_READER_DIR, 'qd') } } })
@@ -79,8 +80,5 @@ const report = {
   answersPerSecond: Object.fromEntries(levels.map((n) => [n, { cpu: cpu.perSecond[n], [device]: gpu.perSecond[n] }])),
   warnings: gpu.warnings,
 }
-if (values.out) {
-  writeFileSync(`${values.out}.tmp`, `${JSON.stringify(report, null, 2)}\n`)
-  renameSync(`${values.out}.tmp`, values.out)
-}
+if (values.out) writeAtomic(values.out, `${JSON.stringify(report, null, 2)}\n`)
 console.log(JSON.stringify(report, null, 2))

@@ -23,7 +23,7 @@ export const LM_IGNORED_FAULTS: readonly RewriteFault[] = ['unsupported-word']
 
 export class LmDisambiguator implements Disambiguator {
   constructor(readonly lm: LlamaLm) {
-    if (lm.spec.task !== 'qd') throw new Error(`LmDisambiguator: the model folder is trained for ${lm.spec.task}, not qd`)
+    lm.expectTask('qd', 'LmDisambiguator')
   }
 
   /** Each answer's own evidence first, then the passages read (the trainer's order). */

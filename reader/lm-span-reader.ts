@@ -13,7 +13,7 @@ const MAX_LINE_TOKENS = 64
 export class LmSpanReader {
   /** `constrainToPassages`: an answer no passage read holds is dropped (config reader.constrainToPassages). */
   constructor(readonly lm: LlamaLm, private readonly options: { constrainToPassages: boolean }) {
-    if (lm.spec.task !== 'span') throw new Error(`LmSpanReader: the model folder is trained for ${lm.spec.task}, not span`)
+    lm.expectTask('span', 'LmSpanReader')
   }
 
   async read(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<PredictedAnswer[][]> {

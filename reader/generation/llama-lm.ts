@@ -97,6 +97,11 @@ export class LlamaLm {
     return this.model.tokenize(text)
   }
 
+  /** Refuses a model folder trained for another task than the caller's. */
+  expectTask(task: LmFolder['task'], caller: string): void {
+    if (this.spec.task !== task) throw new Error(`${caller}: the model folder is trained for ${this.spec.task}, not ${task}`)
+  }
+
   /**
    * Greedy, as the trainer generated its held-out lines: BOS and the prefix, then for each forced
    * segment the segment and a generated line, ended by the first token holding a newline (or
