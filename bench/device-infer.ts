@@ -17,7 +17,7 @@ import { loadConfig } from '../core/config.js'
 import { DEFAULT_READER_DIR } from '../core/paths.js'
 import { DEVICES, type Device } from '../core/kinds.js'
 import { openPipeline } from '../src/pipeline/open-pipeline.js'
-import { writeAtomic } from '../src/eval/run-folder.js'
+import { writeAtomic } from '../core/write-atomic.js'
 import type { Disambiguated } from '../core/stages.js'
 
 const { values } = parseArgs({ options: { store: { type: 'string' }, questions: { type: 'string' }, device: { type: 'string', default: 'auto' }, limit: { type: 'string', default: '50' }, out: { type: 'string' }, levels: { type: 'string', default: '8,32' }, qd: { type: 'string', default: join(DEFAULT_READER_DIR, 'qd') } } })

@@ -17,7 +17,7 @@ import { percentile } from '../src/eval/evaluate-retriever.js'
 import { EVAL_300_STORE, eval300Questions } from '../src/eval/eval-300.js'
 import { loadIdList, loadQuestions } from '../src/eval/questions.js'
 import { DEFAULT_ENCODERS_DIR, DEFAULT_SHARED_DATA, PROJECT_ROOT } from '../core/paths.js'
-import { seededRandom } from './synthetic-corpus.js'
+import { noisyVector } from './synthetic-corpus.js'
 
 const K = 10
 const EFS = [64, 128, 256]
@@ -44,21 +44,9 @@ const queries = await encoder.encode(loadQuestions(file, loadIdList(ids)).map((q
 await encoder.close()
 
 function synthetic(n: number): Float32Array {
-  const random = seededRandom(7)
-  const gaussian = () => Math.sqrt(-2 * Math.log(random() || 1e-12)) * Math.cos(2 * Math.PI * random())
   const out = new Float32Array(n * dim)
   const rows = real.length / dim
-  for (let i = 0; i < n; i++) {
-    const source = (i % rows) * dim
-    let norm = 0
-    for (let d = 0; d < dim; d++) {
-      const v = real[source + d]! + 0.02 * gaussian()
-      out[i * dim + d] = v
-      norm += v * v
-    }
-    norm = Math.sqrt(norm)
-    for (let d = 0; d < dim; d++) out[i * dim + d]! /= norm
-  }
+  for (let i = 0; i < n; i++) noisyVector(real, dim, i % rows, i, out.subarray(i * dim, (i + 1) * dim))
   return out
 }
 

@@ -359,6 +359,14 @@ export const ERR_OUTPUT_UNWRITABLE = createError(
   { meaning: 'An output folder (`eval ambignq --out`, say) cannot be created or written.', fix: 'Pass a folder you can write to.' },
 )
 
+export const ERR_ANN_INDEX = createError(
+  'ANN_INDEX',
+  503,
+  (store: string, model: string, problem: string) =>
+    `the ANN index of the store at ${store} for ${model} ${problem}: it is not searched. Run \`ambigqa index ann --store ${store} --model ${model}\` to rebuild it`,
+  { meaning: 'A store\'s ANN index was built from older vectors than the store holds now, or its files are damaged: searching it would give stale or wrong passages.', fix: 'Run `ambigqa index ann --store <dir> --model <model>` (resumable) to rebuild it.' },
+)
+
 /** Every factory in the catalogue, for tests that check codes are unique and well formed, and for docs/errors.md. */
 export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_QUESTION_INVALID as ErrorFactory<never[]>, ERR_BATCH_TOO_LARGE as ErrorFactory<never[]>,
@@ -369,6 +377,6 @@ export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_JOB_BUSY, ERR_COTRAIN_CONFIG, ERR_QUESTIONS_FILE, ERR_DATA_MISSING, ERR_TRAINING_DATA,
   ERR_INTERNAL, ERR_SOURCE_CHANGED,
   ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID,
-  ERR_MODEL_MISSING, ERR_VECTORS_MISSING, ERR_MODEL_INVALID, ERR_OUTPUT_UNWRITABLE,
+  ERR_MODEL_MISSING, ERR_VECTORS_MISSING, ERR_ANN_INDEX, ERR_MODEL_INVALID, ERR_OUTPUT_UNWRITABLE,
   ERR_ARGUMENT_INVALID, ERR_RETRIEVER_UNAVAILABLE, ERR_JOBS_DISABLED, ERR_UNAUTHORIZED, ERR_PATH_NOT_ALLOWED, ERR_HOST_NOT_ALLOWED,
 ] as unknown as readonly ErrorFactory<never[]>[]

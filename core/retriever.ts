@@ -10,5 +10,11 @@ export interface Retriever {
   readonly name: string
   /** The k best passages for a question, best first. */
   search(question: string, k: number): Promise<RetrievedPassage[]>
+  /** How it searches, for logs and `health` (which index, which path); the name when it has nothing to add. */
+  describe?(): string
   close(): Promise<void>
+}
+
+export function describeRetriever(retriever: Retriever): string {
+  return retriever.describe?.() ?? retriever.name
 }

@@ -1,65 +1,9 @@
-// Dense vectors of a store's passages, kept in the store itself (table dense_vectors): chunks of
-// consecutive passages, each committed with its vectors in one transaction, so encoding a large
-// store resumes at the first chunk it has not written.
-import type { Logger } from '../core/log.js'
-import { Progress } from '../core/progress.js'
-import { DenseEncoder, passageText } from './dense-encoder.js'
-import { PassageStore } from './passage-store.js'
-
-export interface EncodeOptions {
-  store: string
-  model: string
-  modelsDir: string
-  batchSize: number
-  /** Passages per committed chunk. */
-  chunkSize?: number
-  threads?: number
-  log: Logger
-}
-
-export async function encodeStore(options: EncodeOptions): Promise<{ encoded: number; seconds: number }> {
-  const started = Date.now()
-  const encoder = await DenseEncoder.load(options.model, options.modelsDir, options.threads)
-  const store = PassageStore.openForUpdate(options.store)
-  try {
-    const db = store.db
-    const done = (db.prepare('SELECT max(last_rowid) AS n FROM dense_vectors WHERE model = ?').get(options.model) as { n: number | null }).n ?? 0
-    const maxRowid = (db.prepare('SELECT max(rowid) AS n FROM passages').get() as { n: number | null }).n ?? 0
-    const select = db.prepare('SELECT title, text FROM passages WHERE rowid BETWEEN ? AND ? ORDER BY rowid')
-    const insert = db.prepare('INSERT INTO dense_vectors (model, first_rowid, last_rowid, dim, data) VALUES (?, ?, ?, ?, ?)')
-    const chunkSize = options.chunkSize ?? 1024
-    const total = maxRowid - done
-    if (done > 0 && total > 0) options.log.info({ model: options.model, done }, 'resuming passage encoding')
-    let encoded = 0
-    let current = 0
-    const progress = new Progress({ label: `encoding with ${options.model}`, unit: 'passages', log: options.log, fraction: () => (total > 0 ? current / total : 1) })
-    for (let first = done + 1; first <= maxRowid; first += chunkSize) {
-      const last = Math.min(first + chunkSize - 1, maxRowid)
-      const rows = select.all(first, last) as { title: string; text: string }[]
-      // Batches of similar length pad less: about a third less work on eval-300's mixed lengths.
-      const texts = rows.map((r) => passageText(r.title, r.text))
-      const order = texts.map((_, i) => i).sort((a, b) => texts[a]!.length - texts[b]!.length)
-      const vectors: Float32Array[] = new Array(rows.length)
-      for (let i = 0; i < order.length; i += options.batchSize) {
-        const batch = order.slice(i, i + options.batchSize)
-        const encodedBatch = await encoder.encode(batch.map((j) => texts[j]!), 'passage')
-        batch.forEach((j, n) => (vectors[j] = encodedBatch[n]!))
-        current = encoded + Math.min(i + options.batchSize, order.length)
-        progress.update(current)
-      }
-      const dim = vectors[0]?.length ?? 0
-      const data = new Float32Array(rows.length * dim)
-      vectors.forEach((v, i) => data.set(v, i * dim))
-      insert.run(options.model, first, last, dim, Buffer.from(data.buffer))
-      encoded += rows.length
-    }
-    progress.done(encoded)
-    return { encoded, seconds: (Date.now() - started) / 1000 }
-  } finally {
-    store.close()
-    await encoder.close()
-  }
-}
+// Dense vectors of a store's passages, kept in the store itself (table dense_vectors, written by
+// index/store-vectors.ts), and the on-disk ANN index built from them (index/ann-index.ts): what
+// the dense retriever reads, and how it tells an index built from today's vectors from a stale one.
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { PassageStore } from './passage-store.js'
 
 /** All vectors of a model, row by store rowid (row 0 unused); null when the store is not fully encoded. */
 export function loadVectors(store: PassageStore, model: string): { dim: number; vectors: Float32Array; rows: number } | null {
@@ -77,4 +21,47 @@ export function loadVectors(store: PassageStore, model: string): { dim: number; 
     vectors.set(new Float32Array(new Uint8Array(chunk.data).buffer), chunk.first_rowid * dim)
   }
   return { dim, vectors, rows: maxRowid + 1 }
+}
+
+/** What identifies a model's vectors in a store: the generation the store's triggers count up on
+ * every write to them (passage-store.ts), and their shape. An ANN index records the stamp it was
+ * built from; any later write to the vectors changes it. */
+export function vectorsStamp(store: PassageStore, model: string): string {
+  const shape = store.db.prepare('SELECT count(*) AS chunks, max(last_rowid) AS rows, max(dim) AS dim FROM dense_vectors WHERE model = ?').get(model) as { chunks: number; rows: number | null; dim: number | null }
+  return `${store.meta(`vectors_generation:${model}`) ?? '0'}:${shape.chunks}:${shape.rows ?? 0}:${shape.dim ?? 0}`
+}
+
+/** An ANN index's files in a store folder: the HNSW graph (usearch), the float32 rows it is
+ * rescored from, and the manifest written last, so its presence means a finished build. */
+export function annFiles(storeDir: string, model: string): { dir: string; graph: string; rows: string; manifest: string; partialGraph: string; partialManifest: string } {
+  const dir = join(storeDir, 'ann')
+  return {
+    dir,
+    graph: join(dir, `${model}.usearch`),
+    rows: join(dir, `${model}.f32`),
+    manifest: join(dir, `${model}.json`),
+    partialGraph: join(dir, `${model}.partial.usearch`),
+    partialManifest: join(dir, `${model}.partial.json`),
+  }
+}
+
+export type AnnQuantization = 'f32' | 'f16' | 'i8'
+
+export interface AnnManifest {
+  model: string
+  stamp: string
+  dim: number
+  /** Rows of the float32 file: row r is store rowid r + 1 (usearch key r). */
+  rows: number
+  quantization: AnnQuantization
+  connectivity: number
+  expansionAdd: number
+  builtAt: string
+  seconds: number
+}
+
+export function readAnnManifest(storeDir: string, model: string): AnnManifest | undefined {
+  const { manifest } = annFiles(storeDir, model)
+  if (!existsSync(manifest)) return undefined
+  return JSON.parse(readFileSync(manifest, 'utf8')) as AnnManifest
 }

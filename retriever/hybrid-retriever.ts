@@ -2,7 +2,7 @@
 // needs no score calibration, or a weighted sum of min-max normalised scores (alpha weights),
 // which can use how confident each retriever is. Each source is asked for `depth` passages.
 import { ERR_USAGE } from '../core/errors.js'
-import type { RetrievedPassage, Retriever } from '../core/retriever.js'
+import { describeRetriever, type RetrievedPassage, type Retriever } from '../core/retriever.js'
 
 export type FusionMethod = { kind: 'rrf'; k: number } | { kind: 'weighted'; weights: readonly number[] }
 
@@ -21,6 +21,10 @@ export class HybridRetriever implements Retriever {
       throw ERR_USAGE(`${options.fusion.weights.length} fusion weights for ${sources.length} retrievers`, 'Give one weight per retriever')
     }
     this.name = `hybrid(${sources.map((s) => s.name).join('+')})`
+  }
+
+  describe(): string {
+    return this.sources.map((s) => `${s.name}: ${describeRetriever(s)}`).join('; ')
   }
 
   async search(question: string, k: number): Promise<RetrievedPassage[]> {

@@ -51,7 +51,7 @@ async function openBase(config: RetrieverSettings, kind: BaseRetrieverKind, logg
       try {
         if (kind === 'dense-es') return new DenseEsRetriever(config.elasticsearch, encoder)
         store = PassageStore.openReadOnly(config.store)
-        return new DenseRetriever(store, encoder)
+        return new DenseRetriever(store, encoder, logger ? { logger } : {})
       } catch (err) {
         // A server opens retrievers on request (search(retriever:)): a failed open must not leak handles.
         store?.close()

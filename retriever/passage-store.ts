@@ -39,9 +39,20 @@ CREATE TABLE IF NOT EXISTS segments (
 CREATE TABLE IF NOT EXISTS postings (
   term TEXT NOT NULL, field INTEGER NOT NULL, seg INTEGER NOT NULL, df INTEGER NOT NULL, data BLOB NOT NULL, skips BLOB, maxima BLOB,
   PRIMARY KEY (term, field, seg)) WITHOUT ROWID;
+-- Every write to a model's vectors counts up its generation (triggers, so the PyTorch encoder's
+-- writes count too): an ANN index built from older vectors is then known stale (dense-vectors.ts).
 CREATE TABLE IF NOT EXISTS dense_vectors (
   model TEXT NOT NULL, first_rowid INTEGER NOT NULL, last_rowid INTEGER NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL,
   PRIMARY KEY (model, first_rowid));
+CREATE TRIGGER IF NOT EXISTS dense_vectors_inserted AFTER INSERT ON dense_vectors BEGIN
+  INSERT INTO meta (key, value) VALUES ('vectors_generation:' || NEW.model, '1')
+  ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
+CREATE TRIGGER IF NOT EXISTS dense_vectors_updated AFTER UPDATE ON dense_vectors BEGIN
+  INSERT INTO meta (key, value) VALUES ('vectors_generation:' || NEW.model, '1')
+  ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
+CREATE TRIGGER IF NOT EXISTS dense_vectors_deleted AFTER DELETE ON dense_vectors BEGIN
+  INSERT INTO meta (key, value) VALUES ('vectors_generation:' || OLD.model, '1')
+  ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1; END;
 `
 
 export interface StoreStats {

@@ -21,10 +21,12 @@ export function contextFor(command: Command, flags: Record<string, unknown> = {}
   return { config, log: createLogger(config.log.level), out: (line) => process.stdout.write(`${line}\n`) }
 }
 
-export function parseNumber(name: string) {
+export function parseNumber(name: string, bounds?: { min: number; max: number }) {
   return (raw: string): number => {
     const value = Number(raw)
     if (raw.trim() === '' || Number.isNaN(value)) throw new Error(`${name} must be a number, got '${raw}'`)
+    // Bounded options are counts and sizes: whole numbers within what the job can take.
+    if (bounds && (!Number.isInteger(value) || value < bounds.min || value > bounds.max)) throw new Error(`${name} must be a whole number from ${bounds.min} to ${bounds.max}, got '${raw}'`)
     return value
   }
 }

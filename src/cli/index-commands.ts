@@ -5,7 +5,8 @@ import type { SourceSpec } from '../../index/resume.js'
 import { encodeElasticsearch } from '../../index/encode-elasticsearch.js'
 import { isSourceFormat, SOURCE_FORMATS } from '../../index/formats.js'
 import { ENCODER_NAMES } from '../../retriever/dense-encoder.js'
-import { encodeStore } from '../../retriever/dense-vectors.js'
+import { encodeStore } from '../../index/store-vectors.js'
+import { ANN_DEFAULTS, ANN_MIN_PASSAGES, ANN_QUANTIZATIONS, ANN_WHEN, annWanted, buildAnnIndex, type AnnBuildOptions, type AnnWhen } from '../../index/ann-index.js'
 import { asStoreError, PassageStore, type StoreStats } from '../../retriever/passage-store.js'
 import { checkStore } from '../../index/store-check.js'
 import { DEFAULT_ENCODERS_DIR } from '../../core/paths.js'
@@ -28,8 +29,10 @@ export function registerIndexCommands(program: Command): void {
     .option('--segment-size <n>', 'passages per index segment', parseNumber('--segment-size'))
     .option('--workers <n>', 'worker threads for dump parsing', parseNumber('--workers'))
     .option('--backend <backend>', 'sqlite (default): the embedded store; elasticsearch: an Elasticsearch index', 'sqlite')
-    .option('--es-url <url>', 'Elasticsearch URL (default: config "elasticsearch.url")')
+    .option('--es-url <url>', 'Elasticsearch URL, or the URLs of several nodes of one cluster separated by commas (default: config "elasticsearch.url")')
     .option('--es-index <name>', 'Elasticsearch index (default: config "elasticsearch.index")')
+    .option('--shards <n>', 'elasticsearch: primary shards of a new index (default: one per data node)', parseNumber('--shards', { min: 1, max: 1024 }))
+    .option('--replicas <n>', 'elasticsearch: replicas of each shard of a new index (default: 1 on a cluster of two or more nodes, else 0)', parseNumber('--replicas', { min: 0, max: 16 }))
     .option('--json', 'print the build report as JSON')
     .action(async (opts, command: Command) => {
       const ctx = contextFor(command, {
@@ -54,9 +57,12 @@ export function registerIndexCommands(program: Command): void {
       }
       if (opts.backend === 'elasticsearch') {
         const es = ctx.config.elasticsearch
-        const r = await buildElasticsearchIndex({ es: { ...es, requestTimeoutMs: Math.max(es.requestTimeoutMs, 30_000), maxRetries: 3 }, sources, onError: ctx.config.ingest.onError, batchSize: ctx.config.ingest.batchSize, bm25: ctx.config.bm25, log: ctx.log })
+        const r = await buildElasticsearchIndex({
+          es: { ...es, requestTimeoutMs: Math.max(es.requestTimeoutMs, 30_000), maxRetries: 3 }, sources, onError: ctx.config.ingest.onError, batchSize: ctx.config.ingest.batchSize, bm25: ctx.config.bm25, log: ctx.log,
+          ...(opts.shards !== undefined ? { shards: opts.shards } : {}), ...(opts.replicas !== undefined ? { replicas: opts.replicas } : {}),
+        })
         if (opts.json) ctx.out(JSON.stringify(r))
-        else ctx.out(`elasticsearch ${es.url} index ${es.index}: ${r.passages.toLocaleString('en-US')} passages (${r.sent} sent, ${r.skipped} bad records skipped) in ${r.seconds.toFixed(1)} s`)
+        else ctx.out(`elasticsearch ${es.url} index ${es.index}: ${r.passages.toLocaleString('en-US')} passages (${r.sent} sent, ${r.skipped} bad records skipped; ${r.shards} shards, ${r.replicas} replicas each) in ${r.seconds.toFixed(1)} s`)
         return
       }
       const report = await buildIndex({
@@ -84,10 +90,11 @@ export function registerIndexCommands(program: Command): void {
     .option('--batch-size <n>', 'passages per ONNX run', parseNumber('--batch-size'), 32)
     .option('--threads <n>', 'ONNX intra-op threads', parseNumber('--threads'), 2)
     .option('--backend <backend>', 'sqlite (default): vectors in the store; elasticsearch: a dense_vector field of the index, for kNN', 'sqlite')
-    .option('--es-url <url>', 'Elasticsearch URL (default: config "elasticsearch.url")')
+    .option('--es-url <url>', 'Elasticsearch URL, or the URLs of several nodes of one cluster separated by commas (default: config "elasticsearch.url")')
     .option('--es-index <name>', 'Elasticsearch index (default: config "elasticsearch.index")')
     .option('--from-store <dir>', 'elasticsearch: copy the vectors of this SQLite store (same sources, already encoded) instead of encoding')
     .option('--device <device>', 'cpu: onnxruntime-node (default); cuda: the same encoder rebuilt in PyTorch (.venv-train) on an NVIDIA GPU, same vectors in the same table')
+    .option('--ann <when>', `sqlite: build the ANN index after encoding: auto (from ${ANN_MIN_PASSAGES.toLocaleString('en-US')} passages on, or when the store has one), always, never`, 'auto')
     .action(async (opts, command: Command) => {
       // The program's --device takes the flag wherever it stands on the line: read it from there.
       const device = parseEncodeDevice(command.optsWithGlobals<{ device?: string }>().device ?? 'cpu')
@@ -98,15 +105,38 @@ export function registerIndexCommands(program: Command): void {
       if (opts.backend === 'elasticsearch') {
         if (device !== 'cpu') throw ERR_USAGE(`--device ${device} encodes into a SQLite store only`, 'Encode the SQLite store with --device cuda, then copy its vectors with --backend elasticsearch --from-store <store>')
         const es = ctx.config.elasticsearch
+        // As for the build: bulk writes of vectors outlast the query timeout, and one slow reply must not end an hour's copy.
         const { encoded, seconds } = await encodeElasticsearch({
-          es, model: opts.model, modelsDir: opts.modelsDir, batchSize: opts.batchSize, threads: opts.threads, log: ctx.log, ...(opts.fromStore ? { fromStore: opts.fromStore } : {}),
+          es: { ...es, requestTimeoutMs: Math.max(es.requestTimeoutMs, 60_000), maxRetries: Math.max(es.maxRetries, 3) }, model: opts.model, modelsDir: opts.modelsDir, batchSize: opts.batchSize, threads: opts.threads, log: ctx.log, ...(opts.fromStore ? { fromStore: opts.fromStore } : {}),
         })
         ctx.out(`elasticsearch ${es.url} index ${es.index}: ${encoded.toLocaleString('en-US')} passages given ${opts.model} vectors in ${seconds.toFixed(1)} s`)
         return
       }
+      if (!(ANN_WHEN as readonly string[]).includes(opts.ann)) throw ERR_USAGE(`--ann ${opts.ann} is not one of ${ANN_WHEN.join(', ')}`, 'Leave it out (auto) to build the ANN index for large stores')
       const encodeOptions = { store: ctx.config.store, model: opts.model, modelsDir: opts.modelsDir, batchSize: opts.batchSize, threads: opts.threads, log: ctx.log }
       const { encoded, seconds } = device === 'cpu' ? await encodeStore(encodeOptions) : await encodeStoreInPython({ ...encodeOptions, device })
       ctx.out(`encoded ${encoded.toLocaleString('en-US')} passages of ${ctx.config.store} with ${opts.model} on ${device} in ${seconds.toFixed(1)} s`)
+      if (annWanted(ctx.config.store, opts.model, opts.ann as AnnWhen)) annReport(ctx.out, await buildAnnIndex({ store: ctx.config.store, model: opts.model, log: ctx.log }))
+    })
+
+  index
+    .command('ann')
+    .description(`build (or resume, or bring up to date) the on-disk ANN index of a store's dense vectors: \`index encode\` does it from ${ANN_MIN_PASSAGES.toLocaleString('en-US')} passages on`)
+    .option('--store <dir>', 'store folder (default: config "store")')
+    .option('--model <name>', `encoder whose vectors to index: ${ENCODER_NAMES.join(' | ')}`, 'e5-small-v2-int8')
+    .option('--quantization <q>', `the graph's copy of each vector: ${ANN_QUANTIZATIONS.join(' | ')} (results are rescored in float32 either way)`, ANN_DEFAULTS.quantization)
+    .option('--connectivity <m>', 'HNSW M, neighbours per node', parseNumber('--connectivity', { min: 4, max: 64 }), ANN_DEFAULTS.connectivity)
+    .option('--expansion-add <ef>', 'HNSW ef_construction', parseNumber('--expansion-add', { min: 16, max: 1024 }), ANN_DEFAULTS.expansionAdd)
+    .option('--threads <n>', 'build threads (default: every core)', parseNumber('--threads', { min: 1, max: 256 }))
+    .option('--checkpoint-seconds <s>', 'seconds between saves of the unfinished graph: what a killed build loses at most', parseNumber('--checkpoint-seconds', { min: 0, max: 86_400 }), 180)
+    .option('--batch-rows <n>', 'vectors added between progress reports and checkpoints', parseNumber('--batch-rows', { min: 1, max: 1_000_000 }), 20_000)
+    .action(async (opts, command: Command) => {
+      const ctx = contextFor(command, { store: opts.store })
+      const options: AnnBuildOptions = {
+        store: ctx.config.store, model: opts.model, quantization: opts.quantization, connectivity: opts.connectivity, expansionAdd: opts.expansionAdd,
+        checkpointSeconds: opts.checkpointSeconds, batchRows: opts.batchRows, log: ctx.log, ...(opts.threads !== undefined ? { threads: opts.threads } : {}),
+      }
+      annReport(ctx.out, await buildAnnIndex(options))
     })
 
   index
@@ -145,4 +175,11 @@ export function registerIndexCommands(program: Command): void {
         store.close()
       }
     })
+}
+
+function annReport(out: (line: string) => void, r: Awaited<ReturnType<typeof buildAnnIndex>>): void {
+  const m = r.manifest
+  out(r.built
+    ? `ANN index of ${m.rows.toLocaleString('en-US')} ${m.model} vectors (HNSW ${m.quantization}, M ${m.connectivity}) built in ${r.seconds.toFixed(1)} s${r.resumedAt > 0 ? ` (resumed at ${r.resumedAt.toLocaleString('en-US')})` : ''}`
+    : `ANN index of ${m.rows.toLocaleString('en-US')} ${m.model} vectors is up to date (built ${m.builtAt})`)
 }

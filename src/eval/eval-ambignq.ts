@@ -16,7 +16,8 @@ import { percentile } from './evaluate-retriever.js'
 import { loadIdList } from './questions.js'
 import { renderReport } from './report-html.js'
 import { ambiguityPoints, ambiguitySummary, answerPoints, confidenceSummary, type Scored } from './confidence-metrics.js'
-import { checkSettings, LineAppender, lockOutDir, PASSAGES_FILE, prepareOutDir, PROGRESS_FILE, readJsonLines, writeAtomic } from './run-folder.js'
+import { checkSettings, LineAppender, lockOutDir, PASSAGES_FILE, prepareOutDir, PROGRESS_FILE, readJsonLines } from './run-folder.js'
+import { writeAtomic } from '../../core/write-atomic.js'
 import { loadReference, type AmbigNqRecord, type PredictedQaPair, scoreAmbigNq } from './score-ambignq.js'
 
 export interface EvalAmbigNqOptions {

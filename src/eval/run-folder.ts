@@ -5,6 +5,7 @@ import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync
 import { join } from 'node:path'
 import { ERR_OUTPUT_UNWRITABLE, ERR_USAGE } from '../../core/errors.js'
 import type { Logger } from '../../core/log.js'
+import { writeAtomic } from '../../core/write-atomic.js'
 import { releasePidLock, takePidLock } from '../../core/pid-lock.js'
 
 export const PROGRESS_FILE = 'progress.jsonl'
@@ -117,13 +118,3 @@ export class LineAppender {
   }
 }
 
-export function writeAtomic(path: string, content: string): void {
-  const tmp = `${path}.tmp-${process.pid}`
-  try {
-    writeFileSync(tmp, content)
-    renameSync(tmp, path)
-  } catch (err) {
-    try { unlinkSync(tmp) } catch { /* never written */ }
-    throw ERR_OUTPUT_UNWRITABLE.withCause(err, path, (err as NodeJS.ErrnoException).code ?? (err as Error).message)
-  }
-}

@@ -5,6 +5,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { GraphQLResolveInfo } from 'graphql'
 import { ERR_BATCH_TOO_LARGE, ERR_JOBS_DISABLED, ERR_QUERY_TOO_COSTLY, ERR_READER_UNAVAILABLE } from '../../core/errors.js'
 import { RETRIEVER_KINDS, retrieverEnumName } from '../../core/kinds.js'
+import { describeRetriever } from '../../core/retriever.js'
 import { checkCount as checkCountIn, checkQuestion as checkQuestionText } from '../pipeline/ask-arguments.js'
 import type { AskOptions, Pipeline, RetrieverKind } from '../pipeline/pipeline.js'
 import type { PassageSource } from '../../retriever/passage-source.js'
@@ -75,7 +76,7 @@ export async function passage(ctx: ResolverContext, args: { id: string }) {
 export async function health(ctx: ResolverContext) {
   const report = await checkHealth(ctx.probes)
   const passages = await ctx.passages.count().catch(() => null)
-  return { ...report, store: ctx.passages.name, passages, retriever: ctx.pipeline.stages.retriever.name }
+  return { ...report, store: ctx.passages.name, passages, retriever: ctx.pipeline.stages.retriever.name, retrieval: describeRetriever(ctx.pipeline.stages.retriever) }
 }
 
 export async function ask(ctx: ResolverContext, args: { question: string; options?: AskOptionsInput | null }, call: Call) {

@@ -1,0 +1,248 @@
+// bench/ann-scale: dense retrieval over the embedded store at scale (issue 38). Builds a SYNTHETIC
+// store of N passages (bench/scale's recombined eval-300 passages) whose vectors are copied in,
+// not computed: each the REAL e5 vector of the passage its first half came from, plus Gaussian
+// noise (bench/vector-index's recipe). Then the ANN index (`index ann`, timed), and in one run:
+// recall@10 against exact float32 search, p50/p99 per query on one thread, and the resident
+// memory of a process searching it (anonymous and file-backed apart: the graph is mapped), over
+// a sweep of search settings; the exact in-memory path beside it where it fits; with --ask N, the
+// `ask` p50 at concurrency 1 over this store against the same questions over eval-300's store.
+// Every resumable step resumes: a killed run picks up where it stopped.
+//   npx tsc -p . && node dist/bench/ann-scale.js --passages 1000000 [--ask 30] [--exact] [--sweep]
+import { execFileSync } from 'node:child_process'
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import usearch from 'usearch'
+import { loadConfig } from '../core/config.js'
+import { createLogger, silentLogger } from '../core/log.js'
+import type { Passage } from '../core/passage.js'
+import { DEFAULT_ENCODERS_DIR, DEFAULT_SHARED_DATA, PROJECT_ROOT } from '../core/paths.js'
+import { buildAnnIndex } from '../index/ann-index.js'
+import { buildIndex } from '../index/build-index.js'
+import { writeStoreVectors } from '../index/store-vectors.js'
+import { AnnSearch } from '../retriever/ann-search.js'
+import { DenseEncoder } from '../retriever/dense-encoder.js'
+import { annFiles, loadVectors } from '../retriever/dense-vectors.js'
+import { PassageStore } from '../retriever/passage-store.js'
+import { percentile } from '../src/eval/evaluate-retriever.js'
+import { EVAL_300_STORE, eval300Questions } from '../src/eval/eval-300.js'
+import { loadIdList, loadQuestions } from '../src/eval/questions.js'
+import { openPipeline } from '../src/pipeline/open-pipeline.js'
+import { noisyVector, synthesisPlan, synthesize, writeDprTsv } from './synthetic-corpus.js'
+
+const K = 10
+const { values } = parseArgs({
+  options: {
+    passages: { type: 'string', default: '1000000' }, data: { type: 'string', default: DEFAULT_SHARED_DATA },
+    model: { type: 'string', default: 'e5-small-v2-int8' }, ask: { type: 'string', default: '0' },
+    exact: { type: 'boolean', default: false }, sweep: { type: 'boolean', default: false },
+    child: { type: 'string' }, store: { type: 'string' }, queries: { type: 'string' }, settings: { type: 'string' },
+  },
+})
+const MODEL = values.model!
+const realStoreDir = join(PROJECT_ROOT, EVAL_300_STORE)
+
+/** This process's resident memory from /proc: all of it, and the part that is mapped files. */
+function memory(): { rssMB: number; anonMB: number; fileMB: number; peakMB: number } {
+  const status = readFileSync('/proc/self/status', 'utf8')
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) / 1024
+  return { rssMB: kb('VmRSS'), anonMB: kb('RssAnon'), fileMB: kb('RssFile'), peakMB: kb('VmHWM') }
+}
+
+function readQueries(path: string): { dim: number; queries: Float32Array[] } {
+  const { dim, data } = JSON.parse(readFileSync(path, 'utf8')) as { dim: number; data: number[][] }
+  return { dim, queries: data.map((q) => Float32Array.from(q)) }
+}
+
+function timed<T>(queries: Float32Array[], search: (q: Float32Array) => T, warmup = 50): { results: T[]; p50: number; p99: number } {
+  for (let i = 0; i < warmup; i++) search(queries[i % queries.length]!)
+  const latencies: number[] = []
+  const results = queries.map((q) => {
+    const t = performance.now()
+    const r = search(q)
+    latencies.push(performance.now() - t)
+    return r
+  })
+  return { results, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
+}
+
+// A child process per measured path, so each one's memory is its own.
+if (values.child === 'ann') {
+  const store = PassageStore.openReadOnly(values.store!)
+  const { queries } = readQueries(values.queries!)
+  const settings = JSON.parse(values.settings!) as { expansion: number; candidates: number }[]
+  const before = memory()
+  const runs = settings.map((s) => {
+    const ann = AnnSearch.open(store, MODEL, s)!
+    const run = timed(queries, (q) => ann.search(q, K).map(([rowid]) => rowid))
+    ann.close()
+    return { ...s, ...run }
+  })
+  console.log(JSON.stringify({ runs, before, after: memory() }))
+  process.exit(0)
+}
+if (values.child === 'exact') {
+  const store = PassageStore.openReadOnly(values.store!)
+  const { dim, queries } = readQueries(values.queries!)
+  const loaded = loadVectors(store, MODEL)!
+  const vectors = loaded.vectors.slice(dim)
+  const run = timed(queries, (q) => [...(usearch.exactSearch(vectors, q, dim, K, usearch.MetricKind.IP, 1) as { keys: BigUint64Array }).keys].map((key) => Number(key) + 1))
+  console.log(JSON.stringify({ runs: [run], after: memory() }))
+  process.exit(0)
+}
+if (values.child === 'ask') {
+  const questions = JSON.parse(readFileSync(values.queries!, 'utf8')) as string[]
+  const config = loadConfig({ flags: { store: values.store, 'log.level': 'warn' } })
+  const pipeline = await openPipeline(config, createLogger('warn'))
+  const options = { retrieve: config.reader.retrieve, read: config.reader.read, disambiguate: false }
+  for (const q of questions.slice(0, 3)) await pipeline.ask(q, options)
+  const latencies: number[] = []
+  for (const q of questions) {
+    const t = performance.now()
+    await pipeline.ask(q, options)
+    latencies.push(performance.now() - t)
+  }
+  const retriever = pipeline.stages.retriever?.name
+  await pipeline.close()
+  console.log(JSON.stringify({ p50: percentile(latencies, 50), p99: percentile(latencies, 99), retriever, after: memory() }))
+  process.exit(0)
+}
+
+function child(mode: string, args: Record<string, string>): Record<string, unknown> {
+  const argv = [fileURLToPath(import.meta.url), '--child', mode, '--model', MODEL, ...Object.entries(args).flatMap(([k, v]) => [`--${k}`, v])]
+  const out = execFileSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'inherit'] })
+  return JSON.parse(out.trim().split('\n').at(-1)!) as Record<string, unknown>
+}
+
+const count = Number(values.passages)
+if (!Number.isInteger(count) || count < 1000) throw new Error(`--passages must be a whole number ≥ 1000, not ${values.passages}`)
+const out = join(PROJECT_ROOT, 'bench', 'out')
+mkdirSync(out, { recursive: true })
+const log = createLogger('info')
+
+// The real passages and their real vectors, in store order.
+const real = PassageStore.openReadOnly(realStoreDir)
+const pool = real.db.prepare('SELECT id, title, text FROM passages ORDER BY rowid').all() as Passage[]
+const realLoaded = loadVectors(real, MODEL)
+real.close()
+if (!realLoaded) throw new Error(`encode the eval-300 store first: ambigqa index encode --store ${realStoreDir} --model ${MODEL}`)
+const dim = realLoaded.dim
+const realVectors = realLoaded.vectors.slice(dim)
+
+const tsv = join(out, `synthetic-${count}.tsv`)
+if (!existsSync(tsv)) await writeDprTsv(tsv, synthesize(pool, count))
+const storeDir = join(out, `synthetic-${count}-store`)
+let ingestSeconds: number | undefined
+const ready = (() => {
+  try {
+    const s = PassageStore.openReadOnly(storeDir)
+    const n = s.count()
+    s.close()
+    return n === count
+  } catch {
+    return false
+  }
+})()
+if (!ready) {
+  // buildIndex resumes an interrupted build of the same TSV.
+  const build = await buildIndex({ store: storeDir, sources: [{ path: tsv }], onError: 'fail', batchSize: 5000, segmentSize: 200_000, workers: 2, log: silentLogger })
+  ingestSeconds = build.seconds
+}
+console.log(`SYNTHETIC store: ${count.toLocaleString('en-US')} passages recombined from ${pool.length.toLocaleString('en-US')} real eval-300 passages` +
+  `${ingestSeconds !== undefined ? `, TSV → searchable ${ingestSeconds.toFixed(1)} s` : ' (built before)'}`)
+
+// Vectors copied in: synthetic passage syn-i gets the real vector of the passage its first half came from, plus noise.
+const plan = synthesisPlan(pool.length, count)
+let t = performance.now()
+const copied = await writeStoreVectors({
+  store: storeDir, model: MODEL, chunkSize: 8192, log,
+  label: `copying SYNTHETIC ${MODEL} vectors in`,
+  source: async (rows) => rows.map((r) => {
+    const i = Number(r.id.slice('syn-'.length))
+    const v = new Float32Array(dim)
+    noisyVector(realVectors, dim, plan.first[i]!, i, v)
+    return v
+  }),
+})
+console.log(`vectors copied in: ${copied.written.toLocaleString('en-US')} in ${((performance.now() - t) / 1000).toFixed(1)} s`)
+writeFileSync(`${storeDir}.vectors-done`, `${new Date().toISOString()}\n`)
+
+const ann = await buildAnnIndex({ store: storeDir, model: MODEL, threads: 2, log })
+const files = annFiles(storeDir, MODEL)
+const graphMB = statSync(files.graph).size / 2 ** 20
+const rowsMB = statSync(files.rows).size / 2 ** 20
+const storeMB = statSync(join(storeDir, 'passages.sqlite')).size / 2 ** 20
+console.log(`ANN index (${ann.manifest.quantization}, M ${ann.manifest.connectivity}, ef_construction ${ann.manifest.expansionAdd}): build ${ann.manifest.seconds.toFixed(1)} s on 2 threads` +
+  `${ann.built ? '' : ' (built before)'}${ann.resumedAt > 0 && ann.built ? `, resumed at ${ann.resumedAt}` : ''}; graph ${graphMB.toFixed(0)} MB, float32 rows ${rowsMB.toFixed(0)} MB, store ${storeMB.toFixed(0)} MB`)
+
+// The real eval-300 questions.
+const { questions: questionsFile, ids } = eval300Questions(values.data!)
+const questions = loadQuestions(questionsFile, loadIdList(ids)).map((q) => q.question)
+const encoder = await DenseEncoder.load(MODEL, DEFAULT_ENCODERS_DIR)
+const queries = await encoder.encode(questions, 'query')
+await encoder.close()
+const queriesFile = join(out, `ann-scale-queries-${process.pid}.json`)
+writeFileSync(queriesFile, JSON.stringify({ dim, data: queries.map((q) => Array.from(q)) }))
+
+// Exact float32 truth, a block of rows at a time from the rows file (memory stays bounded at 5M).
+t = performance.now()
+const truth: [number, number][][] = queries.map(() => [])
+{
+  const blockRows = 262_144
+  const batch = new Float32Array(queries.length * dim)
+  queries.forEach((q, i) => batch.set(q, i * dim))
+  const block = new Float32Array(blockRows * dim)
+  const fd = openSync(files.rows, 'r')
+  for (let first = 0; first < ann.rows; first += blockRows) {
+    const n = Math.min(blockRows, ann.rows - first)
+    const bytes = new Uint8Array(block.buffer, 0, n * dim * 4)
+    for (let done = 0; done < bytes.length;) done += readSync(fd, bytes, done, bytes.length - done, first * dim * 4 + done)
+    const found = usearch.exactSearch(n === blockRows ? block : block.slice(0, n * dim), batch, dim, Math.min(K, n), usearch.MetricKind.IP, 2) as { keys: BigUint64Array; distances: Float32Array; counts: BigUint64Array }
+    const per = Math.min(K, n)
+    queries.forEach((_, q) => {
+      for (let j = 0; j < per; j++) truth[q]!.push([first + Number(found.keys[q * per + j]!) + 1, 1 - found.distances[q * per + j]!])
+      truth[q]!.sort((a, b) => b[1] - a[1] || a[0] - b[0])
+      truth[q]!.length = Math.min(truth[q]!.length, K)
+    })
+  }
+  closeSync(fd)
+}
+console.log(`exact float32 truth for ${queries.length} questions in ${((performance.now() - t) / 1000).toFixed(1)} s (blocks of 262,144 rows, 2 threads)`)
+const recall = (results: number[][]) => results.reduce((sum, r, i) => sum + r.filter((id) => truth[i]!.some(([row]) => row === id)).length / K, 0) / results.length
+
+const settings = values.sweep
+  ? [64, 128, 256].flatMap((expansion) => [10, 50, 100, 200].map((candidates) => ({ expansion, candidates })))
+  : [{ expansion: 128, candidates: 100 }]
+const annRun = child('ann', { store: storeDir, queries: queriesFile, settings: JSON.stringify(settings) }) as {
+  runs: { expansion: number; candidates: number; results: number[][]; p50: number; p99: number }[]; after: ReturnType<typeof memory>
+}
+console.log(`${count.toLocaleString('en-US')} SYNTHETIC vectors × ${dim}, ${queries.length} real eval-300 questions, k = ${K}, one thread per query, after 50 warm-up queries`)
+console.log(`${'path'.padEnd(58)} recall@10   p50 ms   p99 ms`)
+for (const r of annRun.runs) {
+  console.log(`${`ANN ${ann.manifest.quantization} ef ${r.expansion}, ${r.candidates} candidates rescored f32`.padEnd(58)}${recall(r.results).toFixed(4).padStart(9)}${r.p50.toFixed(3).padStart(9)}${r.p99.toFixed(3).padStart(9)}`)
+}
+const m = annRun.after
+console.log(`ANN search process memory: RSS ${m.rssMB.toFixed(0)} MB = ${m.anonMB.toFixed(0)} MB anonymous + ${m.fileMB.toFixed(0)} MB mapped file pages (peak ${m.peakMB.toFixed(0)} MB)`)
+if (values.exact) {
+  const exact = child('exact', { store: storeDir, queries: queriesFile }) as { runs: { results: number[][]; p50: number; p99: number }[]; after: ReturnType<typeof memory> }
+  const e = exact.runs[0]!
+  console.log(`${'exact f32 in memory (usearch SIMD), the path without an index'.padEnd(58)}${recall(e.results).toFixed(4).padStart(9)}${e.p50.toFixed(3).padStart(9)}${e.p99.toFixed(3).padStart(9)}`)
+  console.log(`exact search process memory: RSS ${exact.after.rssMB.toFixed(0)} MB (anonymous ${exact.after.anonMB.toFixed(0)} MB, peak ${exact.after.peakMB.toFixed(0)} MB)`)
+}
+rmSync(queriesFile, { force: true })
+
+const askCount = Number(values.ask)
+if (askCount > 0) {
+  const askFile = join(out, `ann-scale-ask-${process.pid}.json`)
+  writeFileSync(askFile, JSON.stringify(questions.slice(0, askCount)))
+  type Ask = { p50: number; p99: number; retriever: string; after: ReturnType<typeof memory> }
+  const small = child('ask', { store: realStoreDir, queries: askFile }) as Ask
+  const large = child('ask', { store: storeDir, queries: askFile }) as Ask
+  rmSync(askFile, { force: true })
+  console.log(`ask, concurrency 1, the first ${askCount} eval-300 questions (default pipeline, no rewrites), one process each:`)
+  for (const [label, r] of [['eval-300 store (33k REAL passages)', small], [`SYNTHETIC ${count.toLocaleString('en-US')} store`, large]] as const) {
+    console.log(`  ${label.padEnd(36)} p50 ${r.p50.toFixed(0).padStart(6)} ms  p99 ${r.p99.toFixed(0).padStart(6)} ms  RSS ${r.after.rssMB.toFixed(0)} MB (anonymous ${r.after.anonMB.toFixed(0)}, mapped files ${r.after.fileMB.toFixed(0)})  ${r.retriever}`)
+  }
+  console.log(`  ratio ${(large.p50 / small.p50).toFixed(2)}x (target ≤ 1.2x)`)
+}
