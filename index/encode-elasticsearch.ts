@@ -7,7 +7,8 @@ import type { Client } from '@elastic/elasticsearch'
 import { ERR_ELASTICSEARCH_INDEX, ERR_MODEL_MISSING, ERR_USAGE } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
 import { Progress } from '../core/progress.js'
-import { DenseEncoder, passageText } from '../retriever/dense-encoder.js'
+import { DenseEncoder } from '../retriever/dense-encoder.js'
+import { encodePassages } from './store-vectors.js'
 import { loadVectors } from '../retriever/dense-vectors.js'
 import { createEsClient, esError, type EsOptions } from '../retriever/elasticsearch-client.js'
 import { PassageStore } from '../retriever/passage-store.js'
@@ -48,7 +49,7 @@ export async function encodeElasticsearch(o: EsEncodeOptions): Promise<{ encoded
       })
       const docs = page.hits.hits.map((h) => ({ _id: h._id!, ...h._source! }))
       if (docs.length === 0) break
-      const vectors = source ? docs.map((d) => source.byId(d.id)) : await encoder!.encode(docs.map((d) => passageText(d.title, d.text)), 'passage')
+      const vectors = source ? docs.map((d) => source.byId(d.id)) : await encodePassages(encoder!, docs, o.batchSize)
       const res = await client.bulk({ operations: docs.flatMap((d, i) => [{ update: { _index: o.es.index, _id: d._id } }, { doc: { [field]: Array.from(vectors[i]!) } }]) })
       if (res.errors) {
         const first = res.items.find((it) => it.update?.error)?.update?.error
