@@ -112,3 +112,12 @@ def test_heldout_lists_disjoint_from_train(built: tuple[Path, dict[str, int]]) -
         train_questions |= {data.norm_question(r["question"]) for r in train}
     # By question: a question is on one side in both sets, whatever its source.
     assert not held_questions & train_questions
+
+
+def test_second_set_is_held_out_too(built: tuple[Path, dict[str, int]]) -> None:
+    out, _ = built
+    second = set(data.SECOND_SET.read_text().split())
+    assert len(second) == 324 and second <= data.load_eval300(SHARED).ids
+    assert not second & data.load_eval300(SHARED, second=None).ids, "the second set lies outside eval-300"
+    seen = {r["qid"] for name in NAMES for part in ("train", "heldout") for r in _read(out / f"{name}-{part}.jsonl")}
+    assert seen and not seen & second
