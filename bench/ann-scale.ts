@@ -37,7 +37,7 @@ const { values } = parseArgs({
     passages: { type: 'string', default: '1000000' }, data: { type: 'string', default: DEFAULT_SHARED_DATA },
     model: { type: 'string', default: 'e5-small-v2-int8' }, ask: { type: 'string', default: '0' },
     exact: { type: 'boolean', default: false }, sweep: { type: 'boolean', default: false },
-    child: { type: 'string' }, store: { type: 'string' }, queries: { type: 'string' }, settings: { type: 'string' },
+    child: { type: 'string' }, out: { type: 'string' }, store: { type: 'string' }, queries: { type: 'string' }, settings: { type: 'string' },
   },
 })
 const MODEL = values.model!
@@ -67,7 +67,12 @@ function timed<T>(queries: Float32Array[], search: (q: Float32Array) => T, warmu
   return { results, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
 }
 
-// A child process per measured path, so each one's memory is its own.
+// A child process per measured path, so each one's memory is its own. It reports through a file:
+// process.exit does not wait for a pipe to take a large stdout write (5M's sweep was cut short).
+function report(value: unknown): void {
+  writeFileSync(values.out!, JSON.stringify(value))
+  process.exit(0)
+}
 if (values.child === 'ann') {
   const store = PassageStore.openReadOnly(values.store!)
   const { queries } = readQueries(values.queries!)
@@ -79,8 +84,7 @@ if (values.child === 'ann') {
     ann.close()
     return { ...s, ...run }
   })
-  console.log(JSON.stringify({ runs, before, after: memory() }))
-  process.exit(0)
+  report({ runs, before, after: memory() })
 }
 if (values.child === 'exact') {
   const store = PassageStore.openReadOnly(values.store!)
@@ -88,8 +92,7 @@ if (values.child === 'exact') {
   const loaded = loadVectors(store, MODEL)!
   const vectors = loaded.vectors.slice(dim)
   const run = timed(queries, (q) => [...(usearch.exactSearch(vectors, q, dim, K, usearch.MetricKind.IP, 1) as { keys: BigUint64Array }).keys].map((key) => Number(key) + 1))
-  console.log(JSON.stringify({ runs: [run], after: memory() }))
-  process.exit(0)
+  report({ runs: [run], after: memory() })
 }
 if (values.child === 'ask') {
   const questions = JSON.parse(readFileSync(values.queries!, 'utf8')) as string[]
@@ -113,14 +116,16 @@ if (values.child === 'ask') {
   }
   const retriever = pipeline.stages.retriever.name
   await pipeline.close()
-  console.log(JSON.stringify({ p50: percentile(latencies, 50), p99: percentile(latencies, 99), retrievalP50: percentile(retrieval, 50), retrievalP99: percentile(retrieval, 99), retriever, after: memory() }))
-  process.exit(0)
+  report({ p50: percentile(latencies, 50), p99: percentile(latencies, 99), retrievalP50: percentile(retrieval, 50), retrievalP99: percentile(retrieval, 99), retriever, after: memory() })
 }
 
 function child(mode: string, args: Record<string, string>): Record<string, unknown> {
-  const argv = [fileURLToPath(import.meta.url), '--child', mode, '--model', MODEL, ...Object.entries(args).flatMap(([k, v]) => [`--${k}`, v])]
-  const out = execFileSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'inherit'] })
-  return JSON.parse(out.trim().split('\n').at(-1)!) as Record<string, unknown>
+  const file = join(out, `ann-scale-${mode}-${process.pid}.result.json`)
+  const argv = [fileURLToPath(import.meta.url), '--child', mode, '--model', MODEL, '--out', file, ...Object.entries(args).flatMap(([k, v]) => [`--${k}`, v])]
+  execFileSync(process.execPath, argv, { stdio: ['ignore', 'inherit', 'inherit'] })
+  const result = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>
+  rmSync(file, { force: true })
+  return result
 }
 
 const count = Number(values.passages)
@@ -220,7 +225,7 @@ console.log(`exact float32 truth for ${queries.length} questions in ${((performa
 const recall = (results: number[][]) => results.reduce((sum, r, i) => sum + r.filter((id) => truth[i]!.some(([row]) => row === id)).length / K, 0) / results.length
 
 const settings = values.sweep
-  ? [64, 128, 256].flatMap((expansion) => [10, 50, 100, 200].map((candidates) => ({ expansion, candidates })))
+  ? [64, 128, 256, 512, 1024].flatMap((expansion) => [10, 50, 100, 200].map((candidates) => ({ expansion, candidates })))
   : [ANN_SEARCH_DEFAULTS]
 const annRun = child('ann', { store: storeDir, queries: queriesFile, settings: JSON.stringify(settings) }) as {
   runs: { expansion: number; candidates: number; results: number[][]; p50: number; p99: number }[]; after: ReturnType<typeof memory>

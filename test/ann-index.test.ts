@@ -58,7 +58,7 @@ test('the ANN index finds what exact search finds, from mapped files, and is ref
 
   const read = PassageStore.openReadOnly(store)
   const ann = AnnSearch.open(read, MODEL)!
-  assert.match(ann.describe(), /ANN index \(HNSW i8, M 16, ef 256, 100 candidates rescored in float32; 5,531 vectors/)
+  assert.match(ann.describe(), /ANN index \(HNSW i8, M 16, ef 512, 100 candidates rescored in float32; 5,531 vectors/)
   const queries = Array.from({ length: 30 }, (_, i) => unit(Array.from({ length: DIM }, gaussian(seededRandom(77 + i)))))
   let found = 0
   for (const query of queries) {
