@@ -2,7 +2,7 @@
 // needs no score calibration, or a weighted sum of min-max normalised scores (alpha weights),
 // which can use how confident each retriever is. Each source is asked for `depth` passages.
 import { ERR_USAGE } from '../core/errors.js'
-import { describeRetriever, type RetrievedPassage, type Retriever } from '../core/retriever.js'
+import type { RetrievedPassage, Retriever } from '../core/retriever.js'
 
 export type FusionMethod = { kind: 'rrf'; k: number } | { kind: 'weighted'; weights: readonly number[] }
 
@@ -24,7 +24,7 @@ export class HybridRetriever implements Retriever {
   }
 
   describe(): string {
-    return this.sources.map((s) => `${s.name}: ${describeRetriever(s)}`).join('; ')
+    return this.sources.map((s) => (s.describe ? `${s.name}: ${s.describe()}` : s.name)).join('; ')
   }
 
   async search(question: string, k: number): Promise<RetrievedPassage[]> {

@@ -11,6 +11,8 @@ import { gunzipSync } from 'node:zlib'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { buildIndex } from '../index/build-index.js'
 import { encodeStore } from '../index/store-vectors.js'
+import { buildAnnIndex } from '../index/ann-index.js'
+import { describeRetriever } from '../core/retriever.js'
 import { openRetriever } from '../retriever/open-retriever.js'
 import { SqlitePassageSource } from '../retriever/passage-source.js'
 import { PassageStore } from '../retriever/passage-store.js'
@@ -128,6 +130,20 @@ test('DENSE and HYBRID give their own rankings and scores: e5\'s cosine, the fus
     assert.ok(bm25[0]!.score > 1)
     assert.notDeepEqual(dense.body.data!.search.map((p) => p.score), bm25.map((p) => p.score))
     assert.notDeepEqual(hybrid.body.data!.search.map((p) => p.score), dense.body.data!.search.map((p) => p.score))
+
+    // Which path dense retrieval takes is said (health's `retrieval`), and the ANN index, once
+    // built, gives this small store the same five passages as exact search.
+    const exact = await openRetriever({ ...config, retriever: 'hybrid' })
+    assert.match(describeRetriever(exact), /^bm25-sqlite; dense\(e5-small-v2-int8\): exact search over 200 vectors in memory$/)
+    await exact.close()
+    await buildAnnIndex({ store, model: MODEL, threads: 1, log: silentLogger })
+    const viaAnn = await openRetriever({ ...config, retriever: 'dense' })
+    try {
+      assert.match(describeRetriever(viaAnn), /^ANN index \(HNSW i8/)
+      assert.deepEqual((await viaAnn.search(QUESTION, 5)).map((p) => p.id), dense.body.data!.search.map((p) => p.id))
+    } finally {
+      await viaAnn.close()
+    }
   } finally {
     await app.close()
     await pipeline.close()
