@@ -11,13 +11,16 @@ import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR, PROJECT_ROOT } from './paths.
  * here because the configuration checks that server.maxCost admits a full askMany. */
 export const ASK_COST_PER_QUESTION = 50
 
+/** elasticsearch.url: one node's URL, or several nodes of one cluster separated by commas. */
+const esUrls = z.string().refine((value) => value.split(',').every((u) => z.string().url().safeParse(u.trim()).success), 'must be a URL, or several separated by commas')
+
 const configSchema = z
   .object({
     store: z.string().min(1),
     retriever: z.enum(RETRIEVER_KINDS),
     bm25: z.object({ k1: z.number().min(0).max(10), b: z.number().min(0).max(1) }).strict(),
     elasticsearch: z
-      .object({ url: z.string().url(), index: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/), requestTimeoutMs: z.number().int().min(100).max(600_000), maxRetries: z.number().int().min(0).max(10) })
+      .object({ url: esUrls, index: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/), requestTimeoutMs: z.number().int().min(100).max(600_000), maxRetries: z.number().int().min(0).max(10) })
       .strict(),
     dense: z.object({ model: z.string().min(1), modelsDir: z.string().min(1), threads: z.number().int().min(1).max(64), device: z.enum(DEVICES) }).strict(),
     hybrid: z

@@ -2,9 +2,11 @@
 // Elasticsearch index (BM25 k1 0.9 / b 0.4, the english analyzer, title and text fields). The
 // document _id is the passage id, so re-sending a batch changes nothing; each source's position
 // is kept in the index's _meta and written after each acknowledged bulk batch, so a build killed
-// at any moment resumes where its last batch ended.
+// at any moment resumes where its last batch ended. The index is laid out for the cluster it is
+// created on (indexLayout): shards spread over the data nodes and, with two or more nodes, a
+// replica of each, so losing one node loses no passage.
 import type { Client } from '@elastic/elasticsearch'
-import { ERR_ELASTICSEARCH_INDEX, ERR_SOURCE_EMPTY } from '../core/errors.js'
+import { ERR_ELASTICSEARCH_INDEX, ERR_SOURCE_EMPTY, ERR_USAGE } from '../core/errors.js'
 import type { Logger } from '../core/log.js'
 import { createEsClient, esError, type EsOptions } from '../retriever/elasticsearch-client.js'
 import { createReader } from './formats.js'
@@ -21,7 +23,16 @@ export interface EsBuildOptions {
   /** Concurrent bulk requests within a batch. */
   concurrency?: number
   bm25?: { k1: number; b: number }
+  /** Primary shards and replicas per shard of a new index (an existing index keeps its own);
+   * by default chosen from the cluster's data nodes (indexLayout). */
+  shards?: number
+  replicas?: number
   log: Logger
+}
+
+export interface IndexLayout {
+  shards: number
+  replicas: number
 }
 
 export interface EsBuildReport {
@@ -29,6 +40,8 @@ export interface EsBuildReport {
   sent: number
   skipped: number
   seconds: number
+  shards: number
+  replicas: number
 }
 
 interface SourceState {
@@ -43,11 +56,25 @@ interface SourceState {
 
 type Meta = { ambigqa?: { state?: 'building' | 'ready'; sources?: Record<string, SourceState> } }
 
-export function esIndexBody(bm25 = { k1: 0.9, b: 0.4 }) {
+/**
+ * The layout of a new index on a cluster of `dataNodes` data nodes: one primary shard per node, so
+ * each node indexes and searches its share, and one replica where there is a second node to hold
+ * it, so any one node can be lost. A single node gets no replica: it could never be assigned
+ * there and would leave the index yellow for good.
+ */
+export function indexLayout(dataNodes: number, requested: Partial<IndexLayout> = {}): IndexLayout {
+  const nodes = Math.max(1, dataNodes)
+  const layout = { shards: requested.shards ?? nodes, replicas: requested.replicas ?? Math.min(1, nodes - 1) }
+  if (!Number.isInteger(layout.shards) || layout.shards < 1 || layout.shards > 1024) throw ERR_USAGE(`--shards ${layout.shards} is not a shard count`, 'Give a whole number from 1 to 1024')
+  if (!Number.isInteger(layout.replicas) || layout.replicas < 0) throw ERR_USAGE(`--replicas ${layout.replicas} is not a replica count`, 'Give a whole number, 0 or more')
+  return layout
+}
+
+export function esIndexBody(bm25 = { k1: 0.9, b: 0.4 }, layout: IndexLayout = { shards: 1, replicas: 0 }) {
   return {
     settings: {
-      number_of_shards: 1,
-      number_of_replicas: 0,
+      number_of_shards: layout.shards,
+      number_of_replicas: layout.replicas,
       similarity: { default: { type: 'BM25', k1: bm25.k1, b: bm25.b } },
     },
     mappings: {
@@ -65,7 +92,7 @@ export function esIndexBody(bm25 = { k1: 0.9, b: 0.4 }) {
 export async function buildElasticsearchIndex(options: EsBuildOptions): Promise<EsBuildReport> {
   const started = Date.now()
   const client = createEsClient({ maxRetries: 3, ...options.es })
-  const report: EsBuildReport = { passages: 0, sent: 0, skipped: 0, seconds: 0 }
+  const report: EsBuildReport = { passages: 0, sent: 0, skipped: 0, seconds: 0, shards: 0, replicas: 0 }
   try {
     const meta = await ensureIndex(client, options)
     for (const spec of options.sources) await ingestSource(client, meta, spec, options, report)
@@ -73,6 +100,9 @@ export async function buildElasticsearchIndex(options: EsBuildOptions): Promise<
     await client.indices.refresh({ index: options.es.index })
     report.passages = (await client.count({ index: options.es.index })).count
     if (report.passages === 0) throw ERR_SOURCE_EMPTY(options.sources.map((s) => s.path).join(', '))
+    const settings = (await client.indices.getSettings({ index: options.es.index }))[options.es.index]?.settings?.index
+    report.shards = Number(settings?.number_of_shards)
+    report.replicas = Number(settings?.number_of_replicas)
   } catch (err) {
     throw esError(err, options.es)
   } finally {
@@ -86,7 +116,13 @@ export async function buildElasticsearchIndex(options: EsBuildOptions): Promise<
 async function ensureIndex(client: Client, options: EsBuildOptions): Promise<Required<NonNullable<Meta['ambigqa']>>> {
   const { index } = options.es
   if (!(await client.indices.exists({ index }))) {
-    await client.indices.create({ index, ...esIndexBody(options.bm25) })
+    const dataNodes = (await client.cluster.health()).number_of_data_nodes
+    const layout = indexLayout(dataNodes, options)
+    if (layout.replicas >= dataNodes) {
+      options.log.warn({ dataNodes, replicas: layout.replicas }, 'more replicas than the cluster has other nodes for: some stay unassigned and the index stays yellow')
+    }
+    await client.indices.create({ index, ...esIndexBody(options.bm25, layout) })
+    options.log.info({ index, dataNodes, ...layout }, 'elasticsearch index created')
   }
   const mapping = await client.indices.getMapping({ index })
   const m = mapping[index]?.mappings

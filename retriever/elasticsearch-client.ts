@@ -1,23 +1,42 @@
 // The Elasticsearch client as this project uses it: few retries and a short timeout so a down
 // cluster fails fast with one clear error, and the next request works once it is back.
-import { Client, errors } from '@elastic/elasticsearch'
+import { Client, ClusterConnectionPool, errors } from '@elastic/elasticsearch'
 import { AmbigqaError, ERR_ELASTICSEARCH_INDEX, ERR_ELASTICSEARCH_UNAVAILABLE } from '../core/errors.js'
 
 export interface EsOptions {
+  /** One node's URL, or the URLs of several nodes of one cluster separated by commas. */
   url: string
   index: string
   requestTimeoutMs?: number
   maxRetries?: number
 }
 
+/** The node URLs of `url` (one, or several separated by commas). */
+export function esNodes(url: string): string[] {
+  return url.split(',').map((u) => u.trim()).filter(Boolean)
+}
+
 export function createEsClient(options: EsOptions): Client {
+  const nodes = esNodes(options.url)
   return new Client({
-    node: options.url,
+    nodes,
+    // Several nodes: one that fails to answer is set aside and pinged back after a minute, so only
+    // the requests in flight when it died fail. The client's default pool only lowers a failed
+    // node's weight and keeps sending it real queries, each of which fails (16 in 24 s of one
+    // node's loss, measured under the test's load). One node keeps the default: it is used dead
+    // or alive, so the next request works as soon as it is back.
+    ...(nodes.length > 1 ? { ConnectionPool: ClusterConnectionPool } : {}),
     requestTimeout: options.requestTimeoutMs ?? 30_000,
     maxRetries: options.maxRetries ?? 1,
     sniffOnStart: false,
   })
 }
+
+/** Failures of a search's shards that say a node or shard copy is missing, not that the request or index is wrong. */
+const SHARDS_UNAVAILABLE = new Set([
+  'no_shard_available_action_exception', 'node_not_connected_exception', 'node_disconnected_exception', 'connect_transport_exception',
+  'master_not_discovered_exception', 'node_closed_exception',
+])
 
 /** Turns a client failure into one AmbigqaError naming the URL, the cause and the fix. */
 export function esError(err: unknown, options: EsOptions): AmbigqaError {
@@ -26,7 +45,14 @@ export function esError(err: unknown, options: EsOptions): AmbigqaError {
     return ERR_ELASTICSEARCH_UNAVAILABLE.withCause(err, options.url, err.message)
   }
   if (err instanceof errors.ResponseError) {
-    const type = (err.body as { error?: { type?: string; reason?: string } } | undefined)?.error
+    const type = (err.body as { error?: { type?: string; reason?: string; root_cause?: { type?: string; reason?: string | null }[] } } | undefined)?.error
+    const causes = type?.root_cause?.map((c) => c.type ?? '') ?? []
+    // The cluster is there but cannot serve the index now (a node gone, a master being elected,
+    // shards recovering): unavailable, as a down cluster is, and the next request may work.
+    if (err.statusCode === 503 || (causes.length > 0 && causes.every((c) => SHARDS_UNAVAILABLE.has(c)))) {
+      const why = type?.root_cause?.map((c) => `${c.type}${c.reason ? `: ${c.reason}` : ''}`).join('; ') || type?.reason || err.message
+      return ERR_ELASTICSEARCH_UNAVAILABLE.withCause(err, options.url, `it cannot serve index '${options.index}' now, HTTP ${err.statusCode}: ${why}`)
+    }
     if (err.statusCode === 404 && type?.type === 'index_not_found_exception') {
       return ERR_ELASTICSEARCH_INDEX.withCause(err, options.url, options.index, 'does not exist', 'Build it with ambigqa index build --backend elasticsearch --es-url ' + options.url)
     }
