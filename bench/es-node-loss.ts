@@ -126,7 +126,10 @@ export async function runNodeLoss(o: NodeLossOptions): Promise<NodeLossReport> {
     log(await es('start-node', String(killNode)))
     const lossSeconds = (performance.now() - killedAt) / 1000
     phase = 'afterReturn'
-    await o.client.cluster.health({ index: o.index, wait_for_status: 'green', timeout: '600s' }, { requestTimeout: 610_000 })
+    // Short waits, asked again: the client's own request timeout may be shorter than a recovery.
+    for (let waited = 0; (await o.client.cluster.health({ index: o.index, wait_for_status: 'green', timeout: '20s' })).status !== 'green'; waited += 20) {
+      if (waited >= 1200) throw new Error(`index ${o.index} not green 20 minutes after node ${killNode} came back`)
+    }
     const recoverySeconds = (performance.now() - restartedAt) / 1000
     await sleep(o.afterMs)
     return { killedNode: killNode, killedMaster, ...phases, countDuringLoss, lossSeconds, recoverySeconds }
