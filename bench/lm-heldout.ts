@@ -5,12 +5,13 @@
 // instead as serving does (llama.cpp, the folder's GGUF adapter) from the same prompts. Where
 // settings are chosen: never eval-300.
 //   node dist/bench/lm-heldout.js --gguf models/base/gemma-3-270m-q4_k_m.gguf --data data/train RUN_DIR/generated-*.jsonl
-//   node dist/bench/lm-heldout.js --serve assets/models/qd-lm
+//   node dist/bench/lm-heldout.js --serve assets/models/qd-lm [--lookahead N: reader.qdLookahead's default; 0: one token a step]
 import { readFileSync } from 'node:fs'
 import { basename } from 'node:path'
 import { parseArgs } from 'node:util'
 import type { Token } from 'node-llama-cpp'
 import { generatedLine, qdAnswerLine, qdPrefix } from '../reader/lm-prompt.js'
+import { defaults } from '../core/config.js'
 import { LlamaLm, openLlama } from '../reader/generation/llama-lm.js'
 import { qdGroups } from '../src/training/lm-pack.js'
 import { checkedRewrites } from '../reader/question-disambiguator.js'
@@ -19,7 +20,7 @@ import { scoreAmbigNq, type AmbigNqRecord, type PredictedQaPair } from '../src/e
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { serve: { type: 'string', multiple: true, default: [] }, gguf: { type: 'string', default: 'models/base/gemma-3-270m-q4_k_m.gguf' }, data: { type: 'string', default: 'data/train' }, show: { type: 'string', default: '0' } },
+  options: { serve: { type: 'string', multiple: true, default: [] }, gguf: { type: 'string', default: 'models/base/gemma-3-270m-q4_k_m.gguf' }, data: { type: 'string', default: 'data/train' }, show: { type: 'string', default: '0' }, lookahead: { type: 'string', default: String(defaults.reader.qdLookahead) } },
 })
 const rows = readFileSync(`${values.data}/qd-heldout.jsonl`, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l))
 const groups = new Map(qdGroups(rows).map((g) => [g.id, g]))
@@ -30,7 +31,7 @@ console.log('| run | questions (multi) | F1 EDIT-F1 multi | F1 BLEU-4 multi | re
 console.log('|---|---|---|---|---|---|---|---|')
 /** Each multi-answer group's generated lines, as serving writes them. */
 async function served(dir: string): Promise<{ id: string, lines: string[] }[]> {
-  const lm = await LlamaLm.load(dir)
+  const lm = await LlamaLm.load(dir, { lookahead: Number(values.lookahead) })
   const out: { id: string, lines: string[] }[] = []
   for (const g of groups.values()) {
     if (g.pairs.length < 2) continue

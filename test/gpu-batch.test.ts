@@ -1,8 +1,9 @@
 // The prepared GPU batch (scripts/gpu-batch) cannot rot between the sessions lent a GPU: its CPU
 // dry run packs the real data with the real base (llama.cpp's tokenizer, the pruned vocabulary,
-// the two carries under the device's 64 MiB), stages both parts into a stash as the device calls
-// do, and runs the trainer on the CPU with a tiny config: each run trains, saves its adapter and
-// generates held-out lines the way serving decodes.
+// the carries under the device's 64 MiB), stages the parts into a stash as the device calls do,
+// and runs the trainer on the CPU with a tiny config: each run trains, saves its adapter and
+// generates held-out lines the way serving decodes; then the encoding step (the queue's d) makes a
+// store of 300 passages from the demo corpus's and encodes it.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
@@ -18,18 +19,24 @@ import { sharedFile } from './helpers/shared-data.js'
 const run = promisify(execFile)
 const base = join(PROJECT_ROOT, 'models', 'base', 'gemma-3-270m-q4_k_m.gguf')
 const shared = sharedFile('ambignq/train_light.json')
-const skip = shared.skip || prerequisite(trainingEnvironmentProblem(PROJECT_ROOT) ?? (existsSync(base) ? false : `needs the decoder's base model ${base}: run scripts/assets lm-base`))
+const encoder = join(PROJECT_ROOT, 'models', 'encoders', 'e5-small-v2-int8', 'model.onnx')
+const skip = shared.skip || prerequisite(trainingEnvironmentProblem(PROJECT_ROOT) ??
+  (!existsSync(base) ? `needs the decoder's base model ${base}: run scripts/assets lm-base`
+    : !existsSync(encoder) ? 'needs models/encoders/e5-small-v2-int8: run scripts/assets e5-small-v2-int8' : false))
+
+function bytesIn(dir: string): number {
+  return readdirSync(dir, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? bytesIn(join(dir, e.name)) : statSync(join(dir, e.name)).size), 0)
+}
 const work = mkdtempSync(join(tmpdir(), 'gpu-batch-'))
 after(() => rmSync(work, { recursive: true, force: true }))
 
-test('gpu-batch: pack, stage both carries and run the trainer on the CPU', { skip, timeout: 900_000 }, async () => {
+test('gpu-batch: pack, stage the carries, run the trainer and the encoding step on the CPU', { skip, timeout: 900_000 }, async () => {
   const python = join(PROJECT_ROOT, '.venv-train', 'bin', 'python')
   await run(python, ['-m', 'ambigqa_train.data', 'build', '--only', 'qd', 'spanseqgen2', '--data', join(shared.path, '..', '..'), '--out', join(work, 'data')], { cwd: join(PROJECT_ROOT, 'train') })
   const env = { ...process.env, GPU_WORK: join(work, 'pack'), GPU_DATA: join(work, 'data'), OUT: join(work, 'out') }
   await run(join(PROJECT_ROOT, 'scripts', 'gpu-batch'), ['pack'], { cwd: PROJECT_ROOT, env, maxBuffer: 1 << 24 })
-  for (const part of ['carry-1', 'carry-2']) {
-    const dir = join(work, 'pack', part)
-    const bytes = readdirSync(dir).reduce((n, f) => n + statSync(join(dir, f)).size, 0)
+  for (const part of ['carry-1', 'carry-2', 'carry-3']) {
+    const bytes = bytesIn(join(work, 'pack', part))
     assert.ok(bytes > 10_000_000 && bytes < 60 * 2 ** 20, `${part} holds ${bytes} bytes: under a device call's 64 MiB with the tree`)
   }
   const { stdout } = await run(join(PROJECT_ROOT, 'scripts', 'gpu-batch'), ['dry-run'], { cwd: PROJECT_ROOT, env, maxBuffer: 1 << 24 })
@@ -44,4 +51,9 @@ test('gpu-batch: pack, stage both carries and run the trainer on the CPU', { ski
     assert.equal(generated.length, 2)
     for (const g of generated) assert.ok(g.generated.length > 0 && g.generated.every((line) => line.length > 0))
   }
+  const encode = JSON.parse(readFileSync(join(work, 'out', 'encode.json'), 'utf8')) as { passages: number, encoded_this_run: number, passages_per_s: number, projected_21m_hours: number, device: string }
+  assert.equal(encode.passages, 300)
+  assert.equal(encode.encoded_this_run, 300)
+  assert.equal(encode.device, 'cpu')
+  assert.ok(encode.passages_per_s > 0 && encode.projected_21m_hours > 0)
 })

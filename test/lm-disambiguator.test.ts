@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { DEFAULT_LM_BASE_DIR, DEFAULT_READER_DIR } from '../core/paths.js'
-import { LlamaLm, readLmFolder } from '../reader/generation/llama-lm.js'
+import { LlamaLm, lookupDraft, readLmFolder } from '../reader/generation/llama-lm.js'
 import { LmDisambiguator } from '../reader/lm-disambiguator.js'
 import type { RetrievedPassage } from '../core/retriever.js'
 import { prerequisite } from './helpers/prerequisite.js'
@@ -18,38 +18,54 @@ const base = existsSync(join(folder, 'lm.json')) ? join(DEFAULT_LM_BASE_DIR, rea
 const skip = prerequisite(!existsSync(base) ? `needs the decoder's base model ${base || 'models/base'}: run scripts/assets lm-base` : false)
 let lm: LlamaLm
 let qd: LmDisambiguator
+// Prompt-lookup decoding (reader.qdLookahead 3).
+let lookahead: LmDisambiguator
 
 before(async () => {
   if (skip) return
   lm = await LlamaLm.load(folder, { threads: 1 })
   qd = new LmDisambiguator(lm)
+  lookahead = new LmDisambiguator(await LlamaLm.load(folder, { threads: 1, lookahead: 3 }))
 })
-after(async () => { if (!skip) await lm.close() })
+after(async () => { if (!skip) { await lm.close(); await lookahead.lm.close() } })
+
+test('the lookup draft is what followed the longest tail of the written tokens in the prompt, latest first', () => {
+  const source = [1, 2, 3, 4, 9, 2, 3, 5, 6, 7]
+  assert.deepEqual(lookupDraft(source, [2, 3], 3), [5, 6, 7], 'the latest of two equal matches')
+  assert.deepEqual(lookupDraft(source, [1, 2, 3], 3), [4, 9, 2], 'the longer match wins')
+  assert.deepEqual(lookupDraft(source, [6], 8), [7], 'cut at the end of the prompt')
+  assert.deepEqual(lookupDraft(source, [8], 3), [], 'nothing to copy')
+  assert.deepEqual(lookupDraft(source, [7], 3), [], 'the prompt\'s last token has nothing after it')
+  assert.deepEqual(lookupDraft(source, [2, 3], 0), [])
+})
 
 const passage = (id: string, title: string, text: string): RetrievedPassage => ({ id, title, text, score: 1 })
 
-test('two answers get one checked rewrite each, in English, keeping the prompt\'s words', { skip, timeout: 120_000 }, async () => {
-  const item = {
-    question: 'When did the harry potter movie come out?',
-    answers: ['16 November 2001', '4 November 2001'],
-    passages: [passage('1', "Harry Potter and the Philosopher's Stone (film)", "The film was released to cinemas in the United Kingdom and the United States on 16 November 2001, after its world premiere in London on 4 November 2001.")],
-  }
-  const [rewrites] = await qd.disambiguate([item])
-  assert.equal(rewrites!.length, 2)
-  for (const r of rewrites!) {
-    assert.ok(r.proposal.length > 0, 'the model proposed a rewrite')
-    assert.ok(!r.proposal.includes('\n'))
-    if (r.rewritten) {
-      assert.notEqual(r.question.toLowerCase(), item.question.toLowerCase())
-      for (const w of ['harry', 'potter']) assert.ok(r.question.toLowerCase().includes(w), `"${r.question}" keeps "${w}"`)
-    } else {
-      assert.equal(r.question, item.question, 'a refused rewrite answers with the prompt')
+for (const decoding of ['one token a step', 'prompt lookup']) {
+  test(`two answers get one checked rewrite each, in English, keeping the prompt's words (${decoding})`, { skip, timeout: 120_000 }, async () => {
+    const disambiguator = decoding === 'prompt lookup' ? lookahead : qd
+    const item = {
+      question: 'When did the harry potter movie come out?',
+      answers: ['16 November 2001', '4 November 2001'],
+      passages: [passage('1', "Harry Potter and the Philosopher's Stone (film)", "The film was released to cinemas in the United Kingdom and the United States on 16 November 2001, after its world premiere in London on 4 November 2001.")],
     }
-  }
-  // Greedy: the same item gives the same rewrites.
-  const [again] = await qd.disambiguate([item])
-  assert.deepEqual(again, rewrites)
-})
+    const [rewrites] = await disambiguator.disambiguate([item])
+    assert.equal(rewrites!.length, 2)
+    for (const r of rewrites!) {
+      assert.ok(r.proposal.length > 0, 'the model proposed a rewrite')
+      assert.ok(!r.proposal.includes('\n'))
+      if (r.rewritten) {
+        assert.notEqual(r.question.toLowerCase(), item.question.toLowerCase())
+        for (const w of ['harry', 'potter']) assert.ok(r.question.toLowerCase().includes(w), `"${r.question}" keeps "${w}"`)
+      } else {
+        assert.equal(r.question, item.question, 'a refused rewrite answers with the prompt')
+      }
+    }
+    // Greedy: the same item gives the same rewrites.
+    const [again] = await disambiguator.disambiguate([item])
+    assert.deepEqual(again, rewrites)
+  })
+}
 
 test('a single answer keeps the prompt without running the model', { skip }, async () => {
   const [rewrites] = await qd.disambiguate([{ question: 'when was harvard founded?', answers: ['1636'], passages: [] }])

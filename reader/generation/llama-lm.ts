@@ -56,6 +56,24 @@ export interface LlamaLmOptions {
   /** Where the base GGUF files are (default models/base). */
   baseDir?: string
   logger?: Logger
+  /** Draft tokens read per step by prompt-lookup decoding (0: one token a step). */
+  lookahead?: number
+}
+
+/**
+ * The draft for prompt-lookup decoding: where the longest tail of `written` (at least one token)
+ * last occurs in `source`, the tokens that follow it there, at most `n`.
+ */
+export function lookupDraft<T>(source: readonly T[], written: readonly T[], n: number): T[] {
+  if (n <= 0 || written.length === 0) return []
+  let best = -1
+  let bestLength = 0
+  for (let i = source.length - 2; i >= 0; i--) {
+    let length = 0
+    while (length < written.length && length <= i && source[i - length] === written[written.length - 1 - length]) length++
+    if (length > bestLength) { best = i; bestLength = length }
+  }
+  return best < 0 ? [] : source.slice(best + 1, best + 1 + n)
 }
 
 /**
@@ -71,7 +89,7 @@ export class LlamaLm {
   private turn: Promise<unknown> = Promise.resolve()
 
   private constructor(readonly spec: LmFolder, private readonly llama: Llama, private readonly model: LlamaModel,
-    private readonly context: LlamaContext, private readonly sequence: LlamaContextSequence) {}
+    private readonly context: LlamaContext, private readonly sequence: LlamaContextSequence, private readonly lookahead: number) {}
 
   static async load(dir: string, options: LlamaLmOptions = {}): Promise<LlamaLm> {
     const spec = readLmFolder(dir)
@@ -86,7 +104,7 @@ export class LlamaLm {
     try {
       const model = await llama.loadModel({ modelPath: base })
       const context = await model.createContext({ contextSize: 2048, threads: options.threads ?? 2, lora: { adapters: [{ filePath: adapter }] } })
-      return new LlamaLm(spec, llama, model, context, context.getSequence())
+      return new LlamaLm(spec, llama, model, context, context.getSequence(), options.lookahead ?? 0)
     } catch (e) {
       await llama.dispose()  // and the model with it
       throw e
@@ -117,22 +135,70 @@ export class LlamaLm {
     signal?.throwIfAborted()
     await this.sequence.clearHistory()
     const bos = this.model.tokens.bos
-    let pending: Token[] = [...(bos === null ? [] : [bos]), ...this.tokenize(prefix)]
+    const prompt = this.tokenize(prefix)
+    let pending: Token[] = [...(bos === null ? [] : [bos]), ...prompt]
     const lines: string[] = []
     for (const segment of forced) {
       signal?.throwIfAborted()
       const input = [...pending, ...this.tokenize(segment)]
-      const out: Token[] = []
-      for await (const t of this.sequence.evaluate(input, { temperature: 0 })) {
-        out.push(t)
-        if (this.model.detokenize([t]).includes('\n') || out.length >= maxTokens || this.model.isEogToken(t)) break
-        if (signal?.aborted) break
-      }
+      const out = this.lookahead > 0 ? await this.lookupLine(input, prompt, maxTokens, signal) : await this.plainLine(input, maxTokens, signal)
       lines.push(this.model.detokenize(out))
       // The line's last token was sampled, not yet read: it leads the next segment's input.
       pending = out.slice(-1)
     }
     return lines
+  }
+
+  /** Whether a generated token ends the line. */
+  private ends(t: Token, length: number, maxTokens: number): boolean {
+    return this.model.detokenize([t]).includes('\n') || length >= maxTokens || this.model.isEogToken(t)
+  }
+
+  /** One token a step. */
+  private async plainLine(input: Token[], maxTokens: number, signal?: AbortSignal): Promise<Token[]> {
+    const out: Token[] = []
+    for await (const t of this.sequence.evaluate(input, { temperature: 0 })) {
+      out.push(t)
+      if (this.ends(t, out.length, maxTokens) || signal?.aborted) break
+    }
+    return out
+  }
+
+  /**
+   * Prompt-lookup decoding: a rewrite mostly copies the prompt, so the tokens that followed the
+   * line's last words in the prompt are read as a draft in one batch with the greedy choice after
+   * each; the draft's tokens up to its first disagreement are kept, with the model's own token
+   * there, and the rest erased from the context. What is kept is what greedy decoding chooses, a
+   * batch at a time instead of a token (a batch costs about one step: a step is mostly reading the
+   * weights once).
+   */
+  private async lookupLine(input: Token[], source: readonly Token[], maxTokens: number, signal?: AbortSignal): Promise<Token[]> {
+    const greedy = { generateNext: { token: true, options: { temperature: 0 } } }
+    const first = await this.sequence.controlledEvaluate(input.map((t, i) => (i === input.length - 1 ? [t, greedy] : t)))
+    let next = first[input.length - 1]?.next.token
+    const out: Token[] = []
+    while (next != null) {
+      out.push(next)
+      if (this.ends(next, out.length, maxTokens) || signal?.aborted) break
+      const draft = lookupDraft(source, out, Math.min(this.lookahead, maxTokens - out.length))
+      const batch = [next, ...draft]
+      const read = await this.sequence.controlledEvaluate(batch.map((t) => [t, greedy]))
+      // read[i] is the model's choice after batch[i]; draft[i] stands while it equals read[i].
+      let kept = 0
+      let ended = false
+      while (kept < draft.length && read[kept]?.next.token === draft[kept]) {
+        out.push(draft[kept]!)
+        kept++
+        if (this.ends(draft[kept - 1]!, out.length, maxTokens)) { ended = true; break }
+      }
+      if (kept < draft.length) {
+        const end = this.sequence.nextTokenIndex
+        await this.sequence.eraseContextTokenRanges([{ start: end - (draft.length - kept), end }])
+      }
+      if (ended) break
+      next = read[kept]?.next.token
+    }
+    return out
   }
 
   async close(): Promise<void> {

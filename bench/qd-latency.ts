@@ -1,0 +1,58 @@
+// bench/qd-latency: the QD model's time per question on two cores, one decoding against another
+// in the same run, alternating question by question: one token a step (--lookahead 0) against
+// prompt-lookup decoding (reader/generation/llama-lm.ts), on the held-out split's multi-answer
+// questions (train side: train/splits/qd-heldout.txt; their gold answers and evidence as the
+// trainer saw them). Prints p50/p90/mean per side, and how many rewrites came out token for token
+// the same (greedy either way: they should all be).
+//   npx tsc -p . && node dist/bench/qd-latency.js [--model assets/models/qd-lm] [--lookahead 0,3] [--limit 80]
+import { readFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import { LlamaLm } from '../reader/generation/llama-lm.js'
+import { qdAnswerLine, qdPrefix } from '../reader/lm-prompt.js'
+import { qdGroups } from '../src/training/lm-pack.js'
+import { percentile } from '../src/eval/evaluate-retriever.js'
+
+const { values } = parseArgs({
+  options: {
+    model: { type: 'string', default: 'assets/models/qd-lm' },
+    data: { type: 'string', default: 'data/train' },
+    lookahead: { type: 'string', default: '0,3' },
+    limit: { type: 'string', default: '80' },
+    threads: { type: 'string', default: '2' },
+  },
+})
+const sides = values.lookahead!.split(',').map(Number)
+const rows = readFileSync(`${values.data}/qd-heldout.jsonl`, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l))
+const groups = qdGroups(rows).filter((g) => g.pairs.length >= 2).slice(0, Number(values.limit))
+if (groups.length === 0) throw new Error(`no multi-answer groups in ${values.data}/qd-heldout.jsonl (run ambigqa data build)`)
+const lms = await Promise.all(sides.map((lookahead) => LlamaLm.load(values.model!, { lookahead, threads: Number(values.threads) })))
+const times: number[][] = sides.map(() => [])
+let same = 0
+let lines = 0
+const ask = (lm: LlamaLm, g: (typeof groups)[number]) => lm.lines(qdPrefix(g.question, g.answers, g.evidence), g.pairs.map((p) => qdAnswerLine(p.answer)), 48)
+// A warm-up question for each side, not timed.
+for (const lm of lms) await ask(lm, groups[0]!)
+for (const [n, g] of groups.entries()) {
+  const written: string[][] = []
+  // Alternate which side goes first, so neither always follows the other's cache state.
+  const order = sides.map((_, i) => i)
+  if (n % 2 === 1) order.reverse()
+  for (const i of order) {
+    const start = performance.now()
+    written[i] = await ask(lms[i]!, g)
+    times[i]!.push(performance.now() - start)
+  }
+  for (const [j, line] of written[0]!.entries()) {
+    lines++
+    if (written.every((w) => w[j] === line)) same++
+  }
+}
+console.log(`${groups.length} held-out multi-answer questions (${lines} rewrites), ${values.threads} threads, ${values.model}`)
+console.log('| decoding | p50 ms | p90 ms | mean ms |')
+console.log('|---|---|---|---|')
+for (const [i, lookahead] of sides.entries()) {
+  const t = times[i]!
+  console.log(`| ${lookahead === 0 ? 'one token a step' : `prompt lookup, ${lookahead} draft tokens`} | ${percentile(t, 50).toFixed(0)} | ${percentile(t, 90).toFixed(0)} | ${(t.reduce((a, b) => a + b, 0) / t.length).toFixed(0)} |`)
+}
+console.log(`rewrites the same on every side: ${same} of ${lines}`)
+for (const lm of lms) await lm.close()
