@@ -168,9 +168,10 @@ export class LlamaLm {
    * Prompt-lookup decoding: a rewrite mostly copies the prompt, so the tokens that followed the
    * line's last words in the prompt are read as a draft in one batch with the greedy choice after
    * each; the draft's tokens up to its first disagreement are kept, with the model's own token
-   * there, and the rest erased from the context. What is kept is what greedy decoding chooses, a
-   * batch at a time instead of a token (a batch costs about one step: a step is mostly reading the
-   * weights once).
+   * there, and the rest erased from the context. A step is mostly reading the weights once, so a
+   * short batch costs little more than one token. Greedy over a batch is not quite greedy a token a
+   * step: llama.cpp's batched LoRA products round differently (logits up to 0.6 apart), so the
+   * lines differ where the model's top two are that close (BENCHMARKS.md, "QD latency").
    */
   private async lookupLine(input: Token[], source: readonly Token[], maxTokens: number, signal?: AbortSignal): Promise<Token[]> {
     const greedy = { generateNext: { token: true, options: { temperature: 0 } } }
