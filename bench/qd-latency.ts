@@ -1,10 +1,12 @@
-// bench/qd-latency: the QD model's time per question on two cores, one decoding against another
-// in the same run, alternating question by question: one token a step (--lookahead 0) against
-// prompt-lookup decoding (reader/generation/llama-lm.ts), on the held-out split's multi-answer
+// bench/qd-latency: the QD model's time per question on two cores, ways of running it side by side
+// in the same run, alternating question by question: `--sides` lists them as model:lookahead, the
+// model `adapter` (the LoRA applied at run time) or `merged` (merged into the base, the default),
+// the lookahead 0 (one token a step) or N draft tokens of prompt-lookup decoding
+// (reader/generation/llama-lm.ts), on the held-out split's multi-answer
 // questions (train side: train/splits/qd-heldout.txt; their gold answers and evidence as the
 // trainer saw them). Prints p50/p90/mean per side, and how many rewrites came out token for token
 // the same (greedy either way: they should all be).
-//   npx tsc -p . && node dist/bench/qd-latency.js [--model assets/models/qd-lm] [--lookahead 0,3] [--limit 80]
+//   npx tsc -p . && node dist/bench/qd-latency.js [--model assets/models/qd-lm] [--sides adapter:0,merged:0,merged:3] [--limit 80]
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { LlamaLm } from '../reader/generation/llama-lm.js'
@@ -16,18 +18,24 @@ const { values } = parseArgs({
   options: {
     model: { type: 'string', default: 'assets/models/qd-lm' },
     data: { type: 'string', default: 'data/train' },
-    lookahead: { type: 'string', default: '0,3' },
+    sides: { type: 'string', default: 'adapter:0,merged:0,merged:3' },
     limit: { type: 'string', default: '80' },
     threads: { type: 'string', default: '2' },
   },
 })
-const sides = values.lookahead!.split(',').map(Number)
+const sides = values.sides!.split(',').map((s) => {
+  const [model, lookahead] = s.split(':')
+  if ((model !== 'adapter' && model !== 'merged') || !/^\d+$/.test(lookahead ?? '')) throw new Error(`--sides: ${s} is not adapter:N or merged:N`)
+  return { merge: model === 'merged', lookahead: Number(lookahead), label: `${model === 'merged' ? 'merged' : 'adapter at run time'}, ${lookahead === '0' ? 'one token a step' : `prompt lookup, ${lookahead} draft tokens`}` }
+})
 const rows = readFileSync(`${values.data}/qd-heldout.jsonl`, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l))
 const groups = qdGroups(rows).filter((g) => g.pairs.length >= 2).slice(0, Number(values.limit))
 if (groups.length === 0) throw new Error(`no multi-answer groups in ${values.data}/qd-heldout.jsonl (run ambigqa data build)`)
-const lms = await Promise.all(sides.map((lookahead) => LlamaLm.load(values.model!, { lookahead, threads: Number(values.threads) })))
+const lms: LlamaLm[] = []
+for (const side of sides) lms.push(await LlamaLm.load(values.model!, { lookahead: side.lookahead, merge: side.merge, threads: Number(values.threads) }))
 const times: number[][] = sides.map(() => [])
 let same = 0
+const sameAsFirst = sides.map(() => 0)
 let lines = 0
 const ask = (lm: LlamaLm, g: (typeof groups)[number]) => lm.lines(qdPrefix(g.question, g.answers, g.evidence), g.pairs.map((p) => qdAnswerLine(p.answer)), 48)
 // A warm-up question for each side, not timed.
@@ -45,14 +53,16 @@ for (const [n, g] of groups.entries()) {
   for (const [j, line] of written[0]!.entries()) {
     lines++
     if (written.every((w) => w[j] === line)) same++
+    for (const [i, w] of written.entries()) if (w[j] === line) sameAsFirst[i]!++
   }
 }
 console.log(`${groups.length} held-out multi-answer questions (${lines} rewrites), ${values.threads} threads, ${values.model}`)
 console.log('| decoding | p50 ms | p90 ms | mean ms |')
 console.log('|---|---|---|---|')
-for (const [i, lookahead] of sides.entries()) {
+for (const [i, side] of sides.entries()) {
   const t = times[i]!
-  console.log(`| ${lookahead === 0 ? 'one token a step' : `prompt lookup, ${lookahead} draft tokens`} | ${percentile(t, 50).toFixed(0)} | ${percentile(t, 90).toFixed(0)} | ${(t.reduce((a, b) => a + b, 0) / t.length).toFixed(0)} |`)
+  console.log(`| ${side.label} | ${percentile(t, 50).toFixed(0)} | ${percentile(t, 90).toFixed(0)} | ${(t.reduce((a, b) => a + b, 0) / t.length).toFixed(0)} |`)
 }
 console.log(`rewrites the same on every side: ${same} of ${lines}`)
+for (const [i, side] of sides.entries()) if (i > 0) console.log(`  ${side.label}: ${sameAsFirst[i]} of ${lines} the same as ${sides[0]!.label}`)
 for (const lm of lms) await lm.close()

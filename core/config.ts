@@ -155,11 +155,10 @@ export const defaults: Config = {
   // qd: the question-disambiguation model, which reads qdMaxInputTokens (what it is trained at)
   // and proposes qdCandidates rewrites per answer, of which the best without a fault is returned;
   // qdEvidenceVocabulary: decoding uses only the word pieces of the prompt, answers and evidence.
-  // qdLookahead: with the pretrained decoder (qd-lm), draft tokens read per step by prompt-lookup
-  // decoding (0: one token a step). 3, the fastest, took the held-out split's QD p50 from 1.54 to
-  // 1.23 s but its rewrites scored lower there (returned EDIT-F1 12.3 against 13.6: llama.cpp's
-  // batched LoRA products round differently, so they are other rewrites), so it is opt-in
-  // (BENCHMARKS.md, "QD latency: prompt-lookup decoding").
+  // qdLookahead: with the pretrained decoder (qd-lm, served with its adapter merged into the
+  // base), draft tokens read per step by prompt-lookup decoding (0: one token a step); on the
+  // merged model it writes greedy's rewrites, and 3 was the fastest on the held-out split
+  // (BENCHMARKS.md, "QD latency").
   // calibration: the folder of calibration.json (answer calibrator and ambiguity detector, fit on
   // the tuning split; '' keeps the reader's raw probabilities and "ambiguous" = two answers);
   // verifier: the answer verifier's cross-encoder folder (where `ambigqa train verifier` writes it),
@@ -175,7 +174,7 @@ export const defaults: Config = {
   // retrieve: passages retrieved for it when a request does not say (options.retrieve, --retrieve).
   reader: {
     kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'qd-lm'),
-    precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 8, qdEvidenceVocabulary: true, qdLookahead: 0, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
+    precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 8, qdEvidenceVocabulary: true, qdLookahead: 3, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
     keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), verifier: join(PROJECT_ROOT, 'models', 'verifier'), minConfidence: 0.15, oneAnswerWhenUnambiguous: false, read: 20,
     retrieve: 100,
   },

@@ -18,16 +18,18 @@ const base = existsSync(join(folder, 'lm.json')) ? join(DEFAULT_LM_BASE_DIR, rea
 const skip = prerequisite(!existsSync(base) ? `needs the decoder's base model ${base || 'models/base'}: run scripts/assets lm-base` : false)
 let lm: LlamaLm
 let qd: LmDisambiguator
-// Prompt-lookup decoding (reader.qdLookahead 3).
+// Prompt-lookup decoding (reader.qdLookahead 3), and the adapter applied at run time (unmerged).
 let lookahead: LmDisambiguator
+let unmerged: LmDisambiguator
 
 before(async () => {
   if (skip) return
   lm = await LlamaLm.load(folder, { threads: 1 })
   qd = new LmDisambiguator(lm)
   lookahead = new LmDisambiguator(await LlamaLm.load(folder, { threads: 1, lookahead: 3 }))
+  unmerged = new LmDisambiguator(await LlamaLm.load(folder, { threads: 1, merge: false }))
 })
-after(async () => { if (!skip) { await lm.close(); await lookahead.lm.close() } })
+after(async () => { if (!skip) { await lm.close(); await lookahead.lm.close(); await unmerged.lm.close() } })
 
 test('the lookup draft is what followed the longest tail of the written tokens in the prompt, latest first', () => {
   const source = [1, 2, 3, 4, 9, 2, 3, 5, 6, 7]
@@ -41,9 +43,9 @@ test('the lookup draft is what followed the longest tail of the written tokens i
 
 const passage = (id: string, title: string, text: string): RetrievedPassage => ({ id, title, text, score: 1 })
 
-for (const decoding of ['one token a step', 'prompt lookup']) {
+for (const decoding of ['one token a step', 'prompt lookup', 'the adapter applied at run time']) {
   test(`two answers get one checked rewrite each, in English, keeping the prompt's words (${decoding})`, { skip, timeout: 120_000 }, async () => {
-    const disambiguator = decoding === 'prompt lookup' ? lookahead : qd
+    const disambiguator = decoding === 'prompt lookup' ? lookahead : decoding === 'one token a step' ? qd : unmerged
     const item = {
       question: 'When did the harry potter movie come out?',
       answers: ['16 November 2001', '4 November 2001'],
@@ -66,6 +68,17 @@ for (const decoding of ['one token a step', 'prompt lookup']) {
     assert.deepEqual(again, rewrites)
   })
 }
+
+test('on the merged model, prompt lookup writes greedy\'s lines token for token', { skip, timeout: 120_000 }, async () => {
+  const items = [
+    { question: 'Who sang still crazy after all these years?', answers: ['Paul Simon', 'Ray Charles'], passages: [passage('2', 'Still Crazy After All These Years (song)', 'Still Crazy After All These Years is a song by Paul Simon, the title track of his 1975 album. Ray Charles recorded a cover version in 1993.')] },
+    { question: 'When did the harry potter movie come out?', answers: ['16 November 2001', '4 November 2001'], passages: [] },
+  ]
+  const plain = await qd.disambiguate(items)
+  const fast = await lookahead.disambiguate(items)
+  assert.equal(plain.flat().length, 4)
+  assert.deepEqual(fast.map((r) => r.map((x) => x.proposal)), plain.map((r) => r.map((x) => x.proposal)))
+})
 
 test('a single answer keeps the prompt without running the model', { skip }, async () => {
   const [rewrites] = await qd.disambiguate([{ question: 'when was harvard founded?', answers: ['1636'], passages: [] }])

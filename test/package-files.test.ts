@@ -44,8 +44,9 @@ test('npm pack lists every file of every model folder the default configuration 
   const wanted = folders.flatMap(({ why, dir }) => {
     const inside = relative(PROJECT_ROOT, dir)
     assert.ok(!inside.startsWith('..'), `${why} (${dir}) lies outside the project: a package cannot ship it`)
-    // Dotfiles (scripts/assets' .sha256) are bookkeeping, not what the model loads.
-    const files = readdirSync(dir).filter((name) => !name.startsWith('.')).map((name) => join(inside, name).split(sep).join('/'))
+    // Dotfiles (scripts/assets' .sha256) are bookkeeping, not what the model loads; folders are made
+    // where the package runs (models/base/merged: each install merges its own adapter once).
+    const files = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isFile() && !e.name.startsWith('.')).map((e) => join(inside, e.name).split(sep).join('/'))
     assert.ok(files.length > 0, `${why}: ${dir} holds no files`)
     return files
   })

@@ -1,18 +1,20 @@
 // A pretrained decoder-only model with a LoRA adapter, run by llama.cpp (node-llama-cpp): the
 // base GGUF is fetched once by `scripts/assets lm-base` (it is 253 MB, too big for the repository),
-// the adapter (15 MB) ships in the model folder. Chosen over the project's ONNX generation engine
-// because llama.cpp runs the 4-bit base and the adapter as they are: an ONNX export would be the
-// dequantised 1 GB model, or a re-quantisation the adapter was not trained against.
+// the adapter (15 MB) ships in the model folder, and on first load is merged into a Q8_0 copy of
+// the base kept beside it (gguf-merge.ts: twice as fast to read a prompt as the base with the
+// adapter applied at run time). Chosen over the project's ONNX generation engine because llama.cpp
+// runs GGUF as it is: an ONNX export would be the dequantised 1 GB model.
 //
-// A model folder holds lm.json {base: {file, sha256}, adapter: "adapter.gguf", task, format} and
-// the adapter. One context with one sequence: llama.cpp computes on its own threads (the event
+// A model folder holds lm.json {base: {file, sha256}, adapter: "adapter.gguf" (or null for a base
+// with it merged in), task, format} and the adapter. One context with one sequence: llama.cpp computes on its own threads (the event
 // loop stays free) and the calls take turns.
 import { createHash } from 'node:crypto'
-import { createReadStream, existsSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { createReadStream, existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from 'node-llama-cpp'
 import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../../core/errors.js'
 import type { Logger } from '../../core/log.js'
+import { mergeLora } from './gguf-merge.js'
 import { DEFAULT_LM_BASE_DIR } from '../../core/paths.js'
 
 export const LM_FOLDER_FILE = 'lm.json'
@@ -20,7 +22,8 @@ const FETCH_BASE = 'scripts/assets lm-base'
 
 export interface LmFolder {
   base: { file: string, sha256: string }
-  adapter: string
+  /** The LoRA adapter's file in the folder; null when the base has it merged in. */
+  adapter: string | null
   task: 'qd' | 'span'
   /** The prompt layout it was trained on (reader/lm-prompt.ts). */
   format: 'lm-prompt-v1'
@@ -39,7 +42,7 @@ export function readLmFolder(dir: string): LmFolder {
   } catch (e) {
     throw ERR_MODEL_INVALID(path, `not readable JSON (${(e as Error).message})`, 'Rebuild the folder with `scripts/train-defaults qd-lm`')
   }
-  if (spec.format !== 'lm-prompt-v1' || typeof spec.base?.file !== 'string' || typeof spec.adapter !== 'string') {
+  if (spec.format !== 'lm-prompt-v1' || typeof spec.base?.file !== 'string' || (typeof spec.adapter !== 'string' && spec.adapter !== null)) {
     throw ERR_MODEL_INVALID(path, 'not an lm.json this server runs (format lm-prompt-v1, base.file, adapter)', 'Rebuild the folder with `scripts/train-defaults qd-lm`')
   }
   return spec
@@ -58,6 +61,27 @@ export interface LlamaLmOptions {
   logger?: Logger
   /** Draft tokens read per step by prompt-lookup decoding (0: one token a step). */
   lookahead?: number
+  /**
+   * Serve the base with the adapter merged in (the default: gguf-merge.ts says why), made once
+   * into `<baseDir>/merged/`; false applies the adapter at run time.
+   */
+  merge?: boolean
+}
+
+/**
+ * The base with the adapter merged in, made on first use and kept beside the bases under a name
+ * of both files' sha256, so a new adapter or base gets a file of its own. Each process writes its
+ * own .part file and renames it whole: two that merge at once both end with the same file.
+ */
+async function mergedBase(base: string, baseSha: string, adapter: string, logger?: Logger): Promise<string> {
+  const out = join(dirname(base), 'merged', `${baseSha.slice(0, 16)}-${(await sha256(adapter)).slice(0, 16)}-q8_0.gguf`)
+  if (existsSync(out)) return out
+  mkdirSync(dirname(out), { recursive: true })
+  logger?.info({ base, adapter, out }, 'merging the LoRA adapter into its base, once (about 10 s)')
+  const started = performance.now()
+  const weights = mergeLora(base, adapter, out, `${out}.${process.pid}.part`)
+  logger?.info({ out, weights, seconds: Math.round((performance.now() - started) / 100) / 10 }, 'adapter merged')
+  return out
 }
 
 /**
@@ -95,15 +119,26 @@ export class LlamaLm {
     const spec = readLmFolder(dir)
     const base = join(options.baseDir ?? DEFAULT_LM_BASE_DIR, spec.base.file)
     if (!existsSync(base)) throw ERR_MODEL_MISSING(base, FETCH_BASE)
-    const adapter = join(dir, spec.adapter)
-    if (!existsSync(adapter)) throw ERR_MODEL_MISSING(adapter, 'scripts/train-defaults qd-lm')
+    const adapter = spec.adapter === null ? undefined : join(dir, spec.adapter)
+    if (adapter !== undefined && !existsSync(adapter)) throw ERR_MODEL_MISSING(adapter, 'scripts/train-defaults qd-lm')
     // A base that is not the file the adapter was trained against would answer, wrongly: refuse it.
     const digest = await sha256(base)
     if (digest !== spec.base.sha256) throw ERR_MODEL_INVALID(base, `sha256 ${digest} is not the base the adapter was trained on (${spec.base.sha256})`, `Fetch it again with \`${FETCH_BASE}\``)
+    let merged: string | undefined
+    if (adapter && options.merge !== false) {
+      try {
+        merged = await mergedBase(base, spec.base.sha256, adapter, options.logger)
+      } catch (e) {
+        // A read-only install, a full disk: the adapter applied at run time serves, slower (and its
+        // rewrites differ by rounding: BENCHMARKS.md, "QD latency").
+        options.logger?.warn({ err: (e as Error).message, base, adapter }, 'could not merge the adapter into its base: applying it at run time')
+      }
+    }
     const llama = await openLlama(options.logger)
     try {
-      const model = await llama.loadModel({ modelPath: base })
-      const context = await model.createContext({ contextSize: 2048, threads: options.threads ?? 2, lora: { adapters: [{ filePath: adapter }] } })
+      const model = await llama.loadModel({ modelPath: merged ?? base })
+      const lora = adapter && !merged ? { lora: { adapters: [{ filePath: adapter }] } } : {}
+      const context = await model.createContext({ contextSize: 2048, threads: options.threads ?? 2, ...lora })
       return new LlamaLm(spec, llama, model, context, context.getSequence(), options.lookahead ?? 0)
     } catch (e) {
       await llama.dispose()  // and the model with it
@@ -169,9 +204,11 @@ export class LlamaLm {
    * line's last words in the prompt are read as a draft in one batch with the greedy choice after
    * each; the draft's tokens up to its first disagreement are kept, with the model's own token
    * there, and the rest erased from the context. A step is mostly reading the weights once, so a
-   * short batch costs little more than one token. Greedy over a batch is not quite greedy a token a
-   * step: llama.cpp's batched LoRA products round differently (logits up to 0.6 apart), so the
-   * lines differ where the model's top two are that close (BENCHMARKS.md, "QD latency").
+   * short batch costs little more than one token. On the merged model the batch's logits were the
+   * one-step logits bit for bit where checked, so the lines are greedy's; with the adapter applied
+   * at run time they are not (llama.cpp's batched LoRA products round differently: logits up to
+   * 0.6 apart), and the lines differ where the model's top two are that close (BENCHMARKS.md, "QD
+   * latency").
    */
   private async lookupLine(input: Token[], source: readonly Token[], maxTokens: number, signal?: AbortSignal): Promise<Token[]> {
     const greedy = { generateNext: { token: true, options: { temperature: 0 } } }
@@ -192,9 +229,12 @@ export class LlamaLm {
         kept++
         if (this.ends(draft[kept - 1]!, out.length, maxTokens)) { ended = true; break }
       }
-      if (kept < draft.length) {
+      // The draft past what was kept leaves the context, and so does a kept token that ended the
+      // line: a line's last token is read as the next segment's first, as one token a step leaves it.
+      const drop = draft.length - kept + (ended ? 1 : 0)
+      if (drop > 0) {
         const end = this.sequence.nextTokenIndex
-        await this.sequence.eraseContextTokenRanges([{ start: end - (draft.length - kept), end }])
+        await this.sequence.eraseContextTokenRanges([{ start: end - drop, end }])
       }
       if (ended) break
       next = read[kept]?.next.token
