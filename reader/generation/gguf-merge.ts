@@ -52,7 +52,13 @@ class Cursor {
     if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error(`a GGUF count or size of ${v} is not one this reader takes`)
     return Number(v)
   }
-  str(): string { const n = this.u64(); const s = this.buf.toString('utf8', this.pos, this.pos + n); this.pos += n; return s }
+  str(): string {
+    const n = this.u64()
+    if (this.pos + n > this.buf.length) throw new RangeError('a GGUF string runs past what was read')
+    const s = this.buf.toString('utf8', this.pos, this.pos + n)
+    this.pos += n
+    return s
+  }
   value(type: number): number | string | boolean | bigint | undefined {
     if (type === 8) return this.str()
     if (type === 9) {

@@ -5,8 +5,8 @@
 // adapter applied at run time). Chosen over the project's ONNX generation engine because llama.cpp
 // runs GGUF as it is: an ONNX export would be the dequantised 1 GB model.
 //
-// A model folder holds lm.json {base: {file, sha256}, adapter: "adapter.gguf" (or null for a base
-// with it merged in), task, format} and the adapter. One context with one sequence: llama.cpp computes on its own threads (the event
+// A model folder holds lm.json {base: {file, sha256}, adapter: "adapter.gguf", task, format} and
+// the adapter. One context with one sequence: llama.cpp computes on its own threads (the event
 // loop stays free) and the calls take turns.
 import { createHash } from 'node:crypto'
 import { createReadStream, existsSync, mkdirSync, readFileSync } from 'node:fs'
@@ -14,16 +14,15 @@ import { dirname, join } from 'node:path'
 import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from 'node-llama-cpp'
 import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../../core/errors.js'
 import type { Logger } from '../../core/log.js'
-import { mergeLora } from './gguf-merge.js'
 import { DEFAULT_LM_BASE_DIR } from '../../core/paths.js'
+import { mergeLora } from './gguf-merge.js'
 
 export const LM_FOLDER_FILE = 'lm.json'
 const FETCH_BASE = 'scripts/assets lm-base'
 
 export interface LmFolder {
   base: { file: string, sha256: string }
-  /** The LoRA adapter's file in the folder; null when the base has it merged in. */
-  adapter: string | null
+  adapter: string
   task: 'qd' | 'span'
   /** The prompt layout it was trained on (reader/lm-prompt.ts). */
   format: 'lm-prompt-v1'
@@ -42,7 +41,7 @@ export function readLmFolder(dir: string): LmFolder {
   } catch (e) {
     throw ERR_MODEL_INVALID(path, `not readable JSON (${(e as Error).message})`, 'Rebuild the folder with `scripts/train-defaults qd-lm`')
   }
-  if (spec.format !== 'lm-prompt-v1' || typeof spec.base?.file !== 'string' || (typeof spec.adapter !== 'string' && spec.adapter !== null)) {
+  if (spec.format !== 'lm-prompt-v1' || typeof spec.base?.file !== 'string' || typeof spec.adapter !== 'string') {
     throw ERR_MODEL_INVALID(path, 'not an lm.json this server runs (format lm-prompt-v1, base.file, adapter)', 'Rebuild the folder with `scripts/train-defaults qd-lm`')
   }
   return spec
@@ -119,13 +118,13 @@ export class LlamaLm {
     const spec = readLmFolder(dir)
     const base = join(options.baseDir ?? DEFAULT_LM_BASE_DIR, spec.base.file)
     if (!existsSync(base)) throw ERR_MODEL_MISSING(base, FETCH_BASE)
-    const adapter = spec.adapter === null ? undefined : join(dir, spec.adapter)
-    if (adapter !== undefined && !existsSync(adapter)) throw ERR_MODEL_MISSING(adapter, 'scripts/train-defaults qd-lm')
+    const adapter = join(dir, spec.adapter)
+    if (!existsSync(adapter)) throw ERR_MODEL_MISSING(adapter, 'scripts/train-defaults qd-lm')
     // A base that is not the file the adapter was trained against would answer, wrongly: refuse it.
     const digest = await sha256(base)
     if (digest !== spec.base.sha256) throw ERR_MODEL_INVALID(base, `sha256 ${digest} is not the base the adapter was trained on (${spec.base.sha256})`, `Fetch it again with \`${FETCH_BASE}\``)
     let merged: string | undefined
-    if (adapter && options.merge !== false) {
+    if (options.merge !== false) {
       try {
         merged = await mergedBase(base, spec.base.sha256, adapter, options.logger)
       } catch (e) {
@@ -137,7 +136,7 @@ export class LlamaLm {
     const llama = await openLlama(options.logger)
     try {
       const model = await llama.loadModel({ modelPath: merged ?? base })
-      const lora = adapter && !merged ? { lora: { adapters: [{ filePath: adapter }] } } : {}
+      const lora = merged ? {} : { lora: { adapters: [{ filePath: adapter }] } }
       const context = await model.createContext({ contextSize: 2048, threads: options.threads ?? 2, ...lora })
       return new LlamaLm(spec, llama, model, context, context.getSequence(), options.lookahead ?? 0)
     } catch (e) {
@@ -205,10 +204,10 @@ export class LlamaLm {
    * each; the draft's tokens up to its first disagreement are kept, with the model's own token
    * there, and the rest erased from the context. A step is mostly reading the weights once, so a
    * short batch costs little more than one token. On the merged model the batch's logits were the
-   * one-step logits bit for bit where checked, so the lines are greedy's; with the adapter applied
-   * at run time they are not (llama.cpp's batched LoRA products round differently: logits up to
-   * 0.6 apart), and the lines differ where the model's top two are that close (BENCHMARKS.md, "QD
-   * latency").
+   * one-step logits bit for bit where checked, and the lines greedy's (on eval-300's longer prompts
+   * some still differ, cause not found); with the adapter applied at run time they are not
+   * (llama.cpp's batched LoRA products round differently: logits up to 0.6 apart), and the lines
+   * differ where the model's top two are that close (BENCHMARKS.md, "QD latency").
    */
   private async lookupLine(input: Token[], source: readonly Token[], maxTokens: number, signal?: AbortSignal): Promise<Token[]> {
     const greedy = { generateNext: { token: true, options: { temperature: 0 } } }
