@@ -1,5 +1,6 @@
-// The extractive reader (DPR's reader; the AmbigQA paper's "Thresholding + QD" baseline): a BERT
-// encoder reads `[CLS] question [SEP] title: text [SEP]` for each of the top passages on its own
+// The extractive reader (DPR's reader; the AmbigQA paper's "Thresholding + QD" baseline): an
+// encoder (BERT; or MPNet, the base-size one) reads `[CLS] question [SEP] title: text [SEP]`
+// (MPNet: `<s> question </s></s> title: text </s>`) for each of the top passages on its own
 // and scores every passage (selection) and every span of whole words (start + end). Answers are
 // spans merged by their normalised text across passages; the answer set is every answer whose
 // probability is within `keep` of the best one's, and nothing when even the best is under
@@ -78,6 +79,27 @@ export interface ScoredSpan { passage: number; start: number; end: number; text:
 
 interface Input { ids: number[]; typeIds: number[]; pieced: PiecedText; passageStart: number }
 
+/**
+ * How the encoder writes a question and a passage as one input (its tokenizer's pair template,
+ * which the Python side's tokenizer applies): BERT's `[CLS] q [SEP] p [SEP]` with token types 0
+ * then 1; MPNet's `<s> q </s></s> p </s>` with none. `positions` is the longest input its position
+ * table holds (MPNet's starts at 2, after the padding index).
+ */
+interface PairLayout { cls: string; sep: string; pad: string; seps: number; typed: boolean; positions?: number }
+
+export const ENCODER_TYPES = ['bert', 'mpnet'] as const
+
+function pairLayout(dir: string): PairLayout {
+  const path = join(dir, 'config.json')
+  const config = existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) as { model_type?: unknown; max_position_embeddings?: unknown } : {}
+  const table = typeof config.max_position_embeddings === 'number' && config.max_position_embeddings > 0 ? config.max_position_embeddings : undefined
+  const type = config.model_type ?? 'bert'
+  // transformers' MPNet numbers positions from 2 whatever the config says (its padding index is 1).
+  if (type === 'mpnet') return { cls: '<s>', sep: '</s>', pad: '<pad>', seps: 2, typed: false, ...(table !== undefined ? { positions: table - 2 } : {}) }
+  if (type !== 'bert') throw ERR_MODEL_INVALID(path, `names an encoder of type ${JSON.stringify(type)} (the reader reads ${ENCODER_TYPES.join(', ')})`, `Re-export the model with \`${HOW_TO_BUILD}\``)
+  return { cls: '[CLS]', sep: '[SEP]', pad: '[PAD]', seps: 1, typed: true, ...(table !== undefined ? { positions: table } : {}) }
+}
+
 interface Logits { start: Float32Array; end: Float32Array; relevance: number; length: number }
 
 /** One passage as the model read it. */
@@ -92,7 +114,7 @@ export class ExtractiveReader {
   private readonly sep: number
   private readonly pad: number
 
-  private constructor(readonly dir: string, private readonly session: WorkerSession, readonly tokenizer: Seq2SeqTokenizer, options: Partial<ExtractiveOptions>) {
+  private constructor(readonly dir: string, private readonly session: WorkerSession, readonly tokenizer: Seq2SeqTokenizer, private readonly layout: PairLayout, options: Partial<ExtractiveOptions>) {
     this.options = { ...defaultExtractiveOptions, ...options }
     this.pieces = new WordPieceCache(tokenizer)
     const id = (token: string) => {
@@ -100,9 +122,9 @@ export class ExtractiveReader {
       if (value === undefined) throw ERR_MODEL_INVALID(join(dir, 'tokenizer.json'), `has no ${token} token`, `Re-export the model with \`${HOW_TO_BUILD}\``)
       return value
     }
-    this.cls = id('[CLS]')
-    this.sep = id('[SEP]')
-    this.pad = id('[PAD]')
+    this.cls = id(layout.cls)
+    this.sep = id(layout.sep)
+    this.pad = id(layout.pad)
   }
 
   static async load(dir: string, load: ExtractiveLoadOptions = {}, options: Partial<ExtractiveOptions> = {}): Promise<ExtractiveReader> {
@@ -114,18 +136,32 @@ export class ExtractiveReader {
       await session.release()
       throw ERR_MODEL_INVALID(file, `has no output ${missing.join(', ')} (an extractive reader gives ${OUTPUTS.join(', ')})`, `Re-export the model with \`${HOW_TO_BUILD}\``)
     }
+    let layout: PairLayout
+    try {
+      layout = pairLayout(dir)
+      const typed = session.inputNames.includes('token_type_ids')
+      if (typed !== layout.typed) {
+        throw ERR_MODEL_INVALID(file, `${typed ? 'reads' : 'does not read'} token_type_ids, but the encoder its config.json names ${layout.typed ? 'does' : 'does not'}`, `Re-export the model with \`${HOW_TO_BUILD}\``)
+      }
+    } catch (err) {
+      await session.release()
+      throw err
+    }
     // An input longer than the model's position table fails inside onnxruntime; cut it instead.
-    const positions = maxPositions(dir)
-    const maxInputTokens = Math.min(options.maxInputTokens ?? defaultExtractiveOptions.maxInputTokens, positions ?? Infinity)
-    return new ExtractiveReader(dir, session, Seq2SeqTokenizer.load(dir), { ...options, maxInputTokens })
+    const maxInputTokens = Math.min(options.maxInputTokens ?? defaultExtractiveOptions.maxInputTokens, layout.positions ?? Infinity)
+    return new ExtractiveReader(dir, session, Seq2SeqTokenizer.load(dir), layout, { ...options, maxInputTokens })
   }
 
-  /** `[CLS] question [SEP] title: text [SEP]`, the passage cut to fit (truncation="only_second"). */
+  /**
+   * `[CLS] question [SEP] title: text [SEP]` (MPNet: `<s> question </s></s> title: text </s>`),
+   * the passage cut to fit (truncation="only_second").
+   */
   input(question: string, passage: { title: string; text: string }): Input {
     const q = this.tokenizer.encodePlain(question).slice(0, this.options.maxQuestionTokens)
-    const passageStart = q.length + 2
+    const seps = new Array<number>(this.layout.seps).fill(this.sep)
+    const passageStart = q.length + 1 + seps.length
     const pieced = this.pieces.encode(`${passage.title}: ${passage.text}`, Math.max(0, this.options.maxInputTokens - passageStart - 1))
-    const ids = [this.cls, ...q, this.sep, ...pieced.ids, this.sep]
+    const ids = [this.cls, ...q, ...seps, ...pieced.ids, this.sep]
     const typeIds = ids.map((_, i) => (i < passageStart ? 0 : 1))
     return { ids, typeIds, pieced, passageStart }
   }
@@ -182,7 +218,8 @@ export class ExtractiveReader {
       })
       const shape = [batch.length, length]
       const result = await this.session.run({
-        input_ids: new ort.Tensor('int64', ids, shape), attention_mask: new ort.Tensor('int64', mask, shape), token_type_ids: new ort.Tensor('int64', types, shape),
+        input_ids: new ort.Tensor('int64', ids, shape), attention_mask: new ort.Tensor('int64', mask, shape),
+        ...(this.layout.typed ? { token_type_ids: new ort.Tensor('int64', types, shape) } : {}),
       })
       const start = result.start_logits!.data as Float32Array
       const end = result.end_logits!.data as Float32Array
@@ -381,13 +418,6 @@ function balanced(text: string): boolean {
 }
 
 /** config.json's max_position_embeddings, when the folder has one. */
-function maxPositions(dir: string): number | undefined {
-  const path = join(dir, 'config.json')
-  if (!existsSync(path)) return undefined
-  const value = (JSON.parse(readFileSync(path, 'utf8')) as { max_position_embeddings?: unknown }).max_position_embeddings
-  return typeof value === 'number' && value > 0 ? value : undefined
-}
-
 function logSumExp(values: readonly number[]): number {
   const max = Math.max(...values)
   return max + Math.log(values.reduce((s, v) => s + Math.exp(v - max), 0))

@@ -2,7 +2,7 @@
 // (train/tests/extractive_fixture.py) whose reference.json holds the inputs and the best spans
 // that train/ambigqa_train/extractive.py computes; and the answer set it builds from spans.
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
@@ -63,6 +63,39 @@ test('a batch of questions reads as each question alone', { skip: fixture.skip }
   for (const [i, item] of items.entries()) {
     const [alone] = await reader.spans([item])
     assert.deepEqual(alone!.map((s) => s.text), together[i]!.map((s) => s.text))
+  }
+})
+
+// The base-size reader's encoder (MPNet): its pair template (`<s> q </s></s> p </s>`), no token
+// types, positions from 2; the fixture's tokenizer writes pairs as all-mpnet-base-v2's does.
+test('on an MPNet encoder: the same inputs and best spans as PyTorch', { skip: fixture.skip }, async () => {
+  const dir = join(fixture.dir!, 'mpnet')
+  const ref = JSON.parse(readFileSync(join(dir, 'reference.json'), 'utf8')) as Reference
+  const mpnet = await ExtractiveReader.load(dir, { precision: 'fp32' }, { maxInputTokens: ref.max_len })
+  try {
+    assert.ok(ref.cases.length > 0)
+    for (const c of ref.cases) c.passages.forEach((p, i) => assert.deepEqual(mpnet.input(c.question, p).ids, c.input_ids[i], `${c.question} / ${p.title}`))
+    const spans = await mpnet.spans(ref.cases.map((c) => ({ question: c.question, passages: passages(c) })))
+    ref.cases.forEach((c, i) => {
+      assert.ok(c.spans.length > 0)
+      const ours = spans[i]!.slice(0, c.spans.length)
+      assert.deepEqual(ours.map((s) => [s.passage, s.text]), c.spans.map((s) => [s.passage, s.text]), c.question)
+      ours.forEach((s, j) => assert.ok(Math.abs(s.score - c.spans[j]!.score) < 1e-3, `${s.text}: ${s.score} vs ${c.spans[j]!.score}`))
+    })
+  } finally {
+    await mpnet.close()
+  }
+})
+
+test('a reader whose graph and config.json disagree about token types is a coded error', { skip: fixture.skip }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'extractive-mixed-'))
+  try {
+    // BERT's graph (it reads token_type_ids) under MPNet's config.json and tokenizer.
+    for (const name of ['config.json', 'tokenizer.json']) copyFileSync(join(fixture.dir!, 'mpnet', name), join(dir, name))
+    copyFileSync(join(fixture.dir!, 'model.onnx'), join(dir, 'model.onnx'))
+    await assert.rejects(ExtractiveReader.load(dir, { precision: 'fp32' }), (err: unknown) => isAmbigqaError(err) && err.code === 'AMBIGQA_ERR_MODEL_INVALID' && /token_type_ids/.test(err.message))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
   }
 })
 

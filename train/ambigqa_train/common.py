@@ -142,11 +142,14 @@ def run_steps(
     """The training loop both models share: warm-up/linear LR, clipping, JSON progress lines with
     the rate, and an atomic checkpoint (model, tokenizer, optimizer, step) every save_every steps.
     With `prepare`, each batch of rows goes through it first (in cfg["workers"] DataLoader
-    processes when given) and loss_of receives what it returns."""
+    processes when given) and loss_of receives what it returns. With cfg["max_seconds"], the run
+    also stops (saved) once its steps have taken that long: a borrowed GPU's call has a time limit,
+    and the next call resumes from the checkpoint."""
     steps, step = int(cfg["steps"]), start_step
     # stop_at ends this run early on the same schedule: a later run with a higher stop_at resumes
     # it exactly (warm starts are compared at equal examples, then the best one goes on).
     stop = min(steps, int(cfg.get("stop_at", steps)))
+    max_seconds = float(cfg.get("max_seconds", "inf"))
     log_every, save_every = cfg.get("log_every", 10), cfg.get("save_every", 200)
     t0, seen, loss_sum, n_loss, last = time.time(), 0, 0.0, 0, float("nan")
     device = model_device(model)
@@ -174,8 +177,12 @@ def run_steps(
             eta = (stop - step) * size / max(1e-9, rate)
             print(json.dumps({"step": step, "of": stop, "loss": round(last, 4), rate_key: round(rate, 2), "eta_s": round(eta)}), flush=True)
             loss_sum, n_loss = 0.0, 0
-        if step % save_every == 0 or step == stop:
+        out_of_time = time.time() - t0 >= max_seconds and step < stop
+        if step % save_every == 0 or step == stop or out_of_time:
             save_checkpoint(model, tok, opt, step, ckpt)
+        if out_of_time:
+            print(json.dumps({"stopped": "max_seconds", "step": step, "of": stop, "seconds": round(time.time() - t0)}), flush=True)
+            break
     return {"step": step, "loss": last, rate_key: seen / max(1e-9, time.time() - t0), "device": device.type}
 
 

@@ -34,7 +34,7 @@ import torch
 from optimum.exporters.onnx import onnx_export_from_model
 from transformers import BartForConditionalGeneration, BertForSequenceClassification, PreTrainedTokenizerFast
 
-from .extractive import ExtractiveReader
+from .extractive import load_reader, load_tokenizer, reader_inputs
 from .train_seq2seq import load_seq2seq
 
 SEQ2SEQ_SPLIT = ("encoder_model", "decoder_model", "decoder_with_past_model")
@@ -82,41 +82,43 @@ def export_cross_encoder(ckpt: Path, out: Path, int8: bool = True) -> None:
         quantize_file(out / "model.onnx", out / f"model{QUANTIZED}.onnx")
 
 
-EXTRACTIVE_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 EXTRACTIVE_OUTPUTS = ("start_logits", "end_logits", "relevance_logits")
 
 
 def export_extractive(ckpt: Path, out: Path, int8: bool = True) -> None:
-    """model.onnx (+ model_quantized.onnx): the three id tensors in, span and selection logits out."""
+    """model.onnx (+ model_quantized.onnx): the id tensors the encoder reads in (BERT's three,
+    MPNet's two: no token types), span and selection logits out."""
     torch.set_num_threads(2)
-    model = ExtractiveReader.from_pretrained(str(ckpt))
+    model = load_reader(ckpt)
     model.eval()
     out.mkdir(parents=True, exist_ok=True)
-    tok = PreTrainedTokenizerFast.from_pretrained(str(ckpt))
+    tok = load_tokenizer(ckpt, model.config)
+    inputs = reader_inputs(model.config)
     enc = tok(["who wrote it"], ["Title: some passage text"], return_tensors="pt")
     axes = {0: "batch", 1: "tokens"}
     torch.onnx.export(
-        model, tuple(enc[k] for k in EXTRACTIVE_INPUTS), str(out / "model.onnx"), dynamo=False,
-        input_names=list(EXTRACTIVE_INPUTS), output_names=list(EXTRACTIVE_OUTPUTS), opset_version=17,
-        dynamic_axes={**{k: axes for k in EXTRACTIVE_INPUTS}, "start_logits": axes, "end_logits": axes, "relevance_logits": {0: "batch"}},
+        model, tuple(enc[k] for k in inputs), str(out / "model.onnx"), dynamo=False,
+        input_names=list(inputs), output_names=list(EXTRACTIVE_OUTPUTS), opset_version=17,
+        dynamic_axes={**{k: axes for k in inputs}, "start_logits": axes, "end_logits": axes, "relevance_logits": {0: "batch"}},
     )
     if int8:
         quantize_file(out / "model.onnx", out / f"model{QUANTIZED}.onnx")
     _save_tokenizer(tok, out)
     # config.json last: a folder that has it holds a whole model, even if an export was killed.
     config = model.config.to_dict()
-    config["architectures"] = ["ExtractiveReader"]
+    config["architectures"] = [type(model).__name__]
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
 
 def extractive_parity(ckpt: Path, out: Path, pairs: list[tuple[str, str]], name: str = "model.onnx") -> float:
     """Max abs difference of the three outputs, PyTorch against onnxruntime (padding excluded)."""
-    model = ExtractiveReader.from_pretrained(str(ckpt)).eval()
-    tok = PreTrainedTokenizerFast.from_pretrained(str(ckpt))
+    model = load_reader(ckpt).eval()
+    tok = load_tokenizer(ckpt, model.config)
+    inputs = reader_inputs(model.config)
     enc = tok([p[0] for p in pairs], [p[1] for p in pairs], padding=True, return_tensors="pt")
     with torch.no_grad():
-        want = [t.numpy() for t in model(**{k: enc[k] for k in EXTRACTIVE_INPUTS})]
-    got = session(out / name).run(None, {k: enc[k].numpy() for k in EXTRACTIVE_INPUTS})
+        want = [t.numpy() for t in model(**{k: enc[k] for k in inputs})]
+    got = session(out / name).run(None, {k: enc[k].numpy() for k in inputs})
     mask = enc["attention_mask"].numpy().astype(bool)
     return max(float(np.abs(want[0] - got[0])[mask].max()), float(np.abs(want[1] - got[1])[mask].max()), float(np.abs(want[2] - got[2]).max()))
 

@@ -1,5 +1,6 @@
-"""The extractive reader (DPR's reader, the AmbigQA paper's "Thresholding + QD" baseline): a BERT
-encoder reads `[CLS] question [SEP] title: text [SEP]` one passage at a time and gives
+"""The extractive reader (DPR's reader, the AmbigQA paper's "Thresholding + QD" baseline): an
+encoder (BERT, or MPNet for the base-size reader) reads `[CLS] question [SEP] title: text [SEP]`
+(MPNet: `<s> question </s></s> title: text </s>`) one passage at a time and gives
 
 - `relevance_logits` [batch]: the passage selection score, from the [CLS] state;
 - `start_logits`, `end_logits` [batch, tokens]: span scores over the passage's tokens.
@@ -19,36 +20,108 @@ from typing import Any
 
 import torch
 from torch import nn
-from transformers import BertConfig, BertModel, BertPreTrainedModel, PreTrainedTokenizerFast
+from transformers import (
+    AutoConfig,
+    BertConfig,
+    BertModel,
+    BertPreTrainedModel,
+    MPNetConfig,
+    MPNetModel,
+    MPNetPreTrainedModel,
+    PretrainedConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerFast,
+)
 
 from .data import Passage, crop
 
 
+def _heads(model: nn.Module, hidden: int) -> None:
+    model.qa_outputs = nn.Linear(hidden, 2)
+    model.qa_classifier = nn.Linear(hidden, 1)
+
+
+def _logits(model: nn.Module, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    start, end = model.qa_outputs(states).unbind(-1)
+    return start, end, model.qa_classifier(states[:, 0]).squeeze(-1)
+
+
 class ExtractiveReader(BertPreTrainedModel):
+    """On BERT (the shipped reader, e5-small-v2): question and passage told apart by token types."""
+
     config_class = BertConfig
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)
         self.bert = BertModel(config, add_pooling_layer=False)
-        self.qa_outputs = nn.Linear(config.hidden_size, 2)
-        self.qa_classifier = nn.Linear(config.hidden_size, 1)
+        _heads(self, config.hidden_size)
         self.post_init()
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        states = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
-        start, end = self.qa_outputs(states).unbind(-1)
-        return start, end, self.qa_classifier(states[:, 0]).squeeze(-1)
+        return _logits(self, self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state)
 
 
-def from_encoder(bert: BertModel, seed: int) -> ExtractiveReader:
+class MPNetExtractiveReader(MPNetPreTrainedModel):
+    """On MPNet (the base-size reader, all-mpnet-base-v2): `<s> question </s></s> passage </s>`,
+    no token types (MPNet has none)."""
+
+    config_class = MPNetConfig
+
+    def __init__(self, config: MPNetConfig) -> None:
+        super().__init__(config)
+        self.mpnet = MPNetModel(config, add_pooling_layer=False)
+        _heads(self, config.hidden_size)
+        self.post_init()
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return _logits(self, self.mpnet(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state)
+
+
+# model_type → the reader on that encoder, and the id tensors it reads (the ONNX graph's inputs).
+READERS: dict[str, type[PreTrainedModel]] = {"bert": ExtractiveReader, "mpnet": MPNetExtractiveReader}
+INPUTS = {"bert": ("input_ids", "attention_mask", "token_type_ids"), "mpnet": ("input_ids", "attention_mask")}
+
+
+def reader_class(config: PretrainedConfig) -> type[PreTrainedModel]:
+    if config.model_type not in READERS:
+        raise ValueError(f"no extractive reader on a {config.model_type!r} encoder (known: {', '.join(READERS)})")
+    return READERS[config.model_type]
+
+
+def reader_inputs(config: PretrainedConfig) -> tuple[str, ...]:
+    reader_class(config)
+    return INPUTS[config.model_type]
+
+
+def load_reader(folder: Path) -> PreTrainedModel:
+    """A saved reader checkpoint, on whichever encoder its config names."""
+    return reader_class(AutoConfig.from_pretrained(str(folder))).from_pretrained(str(folder))
+
+
+def with_reader_inputs(tok: PreTrainedTokenizerFast, config: PretrainedConfig) -> PreTrainedTokenizerFast:
+    """The tokenizer giving exactly the ids the reader reads (transformers 5 drops token_type_ids
+    unless the tokenizer asks for them, and the BERT reader reads them)."""
+    tok.model_input_names = list(reader_inputs(config))
+    return tok
+
+
+def load_tokenizer(folder: Path, config: PretrainedConfig) -> PreTrainedTokenizerFast:
+    return with_reader_inputs(PreTrainedTokenizerFast.from_pretrained(str(folder)), config)
+
+
+def from_encoder(encoder: PreTrainedModel, seed: int) -> PreTrainedModel:
     """The reader on a pretrained encoder's weights; the two heads start fresh (seeded)."""
     torch.manual_seed(seed)
-    model = ExtractiveReader(bert.config)
-    model.bert.load_state_dict(bert.state_dict())
+    model = reader_class(encoder.config)(encoder.config)
+    missing, unexpected = model.base_model.load_state_dict(encoder.state_dict(), strict=False)
+    # A sentence encoder's pooler is not read: the reader reads every token's state.
+    unexpected = [k for k in unexpected if not k.startswith("pooler.")]
+    if missing or unexpected:
+        raise ValueError(f"encoder weights do not fit the reader: missing {missing}, unknown {unexpected}")
     return model
 
 
-def from_quantized_onnx(folder: Path) -> tuple[ExtractiveReader, PreTrainedTokenizerFast]:
+def from_quantized_onnx(folder: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
     """An exported reader folder (config.json, tokenizer.json, model_quantized.onnx: what
     assets/models/extractive ships) back as a trainable model: the int8 weights dequantised exactly
     (onnx_weights.quantized_state_dict). A machine that cannot receive 133 MB of fp32 weights starts
@@ -57,15 +130,15 @@ def from_quantized_onnx(folder: Path) -> tuple[ExtractiveReader, PreTrainedToken
 
     from .onnx_weights import quantized_state_dict
 
-    model = ExtractiveReader(BertConfig.from_pretrained(str(folder)))
+    config = AutoConfig.from_pretrained(str(folder))
+    model = reader_class(config)(config)
     state = quantized_state_dict(onnx.load(str(folder / "model_quantized.onnx")).graph)
     # Positions are a buffer transformers makes itself, not a weight.
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [m for m in missing if not m.endswith("position_ids")]
     if missing or unexpected:
         raise ValueError(f"{folder}/model_quantized.onnx: weights not recovered {missing}, unknown {unexpected}")
-    tok = PreTrainedTokenizerFast.from_pretrained(str(folder))
-    return model, tok
+    return model, load_tokenizer(folder, config)
 
 
 def passage_text(title: str, text: str) -> str:
@@ -143,7 +216,7 @@ def prepare_groups(tok: PreTrainedTokenizerFast, groups: list[dict[str, Any]], n
     return {"n": len(groups), "width": width, "features": enc.features, "span_mask": enc.span_mask, "spans": spans}
 
 
-def prepared_loss(model: ExtractiveReader, batch: dict[str, Any]) -> torch.Tensor:
+def prepared_loss(model: PreTrainedModel, batch: dict[str, Any]) -> torch.Tensor:
     """Selection cross-entropy over each group plus the shared-normalised span loss of its gold
     spans, on the model's device."""
     device = next(model.parameters()).device
@@ -165,7 +238,7 @@ def prepared_loss(model: ExtractiveReader, batch: dict[str, Any]) -> torch.Tenso
     return selection + span
 
 
-def group_loss(model: ExtractiveReader, tok: PreTrainedTokenizerFast, groups: list[dict[str, Any]], negatives: int, max_len: int, words: int) -> torch.Tensor:
+def group_loss(model: PreTrainedModel, tok: PreTrainedTokenizerFast, groups: list[dict[str, Any]], negatives: int, max_len: int, words: int) -> torch.Tensor:
     """prepare_groups then prepared_loss, in one process."""
     return prepared_loss(model, prepare_groups(tok, groups, negatives, max_len, words))
 

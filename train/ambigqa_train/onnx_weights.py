@@ -119,7 +119,7 @@ def quantized_state_dict(graph: onnx.GraphProto) -> dict[str, torch.Tensor]:
     shipped `model_quantized.onnx`): each Linear's weight is `W_quantized` (int8, [in, out]) read by
     MatMulInteger with `W_zero_point` and, through the Mul after it, `W_scale` per output column,
     named by the bias added next; each embedding table is uint8 behind a DequantizeLinear with one
-    scale. W = (q - zero_point) * scale, exactly the values the int8 graph computes with."""
+    scale, named `<table>_scale`. W = (q - zero_point) * scale, exactly the values the int8 graph computes with."""
     inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     producers = {o: n for n in graph.node for o in n.output}
     consumers = consumers_of(graph)
@@ -149,9 +149,12 @@ def quantized_state_dict(graph: onnx.GraphProto) -> dict[str, torch.Tensor]:
     for node in graph.node:
         if node.op_type != "DequantizeLinear":
             continue
-        gather = producers[node.input[0]]
-        table = gather.input[0]
-        name = table[: -len("_quantized")] if table.endswith("_quantized") else table
+        # The table's scale is named for it (`<table>_scale`); what reaches the DequantizeLinear is
+        # its Gather's rows, or (MPNet's relative position bias) those rows transposed.
+        name = node.input[1][: -len("_scale")]
+        table = f"{name}_quantized"
+        if not node.input[1].endswith("_scale") or table not in inits:
+            raise ValueError(f"DequantizeLinear {node.name}: no quantised table for scale {node.input[1]}")
         w = (inits[table].astype(np.float32) - inits[node.input[2]].astype(np.float32)) * inits[node.input[1]]
         state[name] = torch.from_numpy(np.ascontiguousarray(w))
     return state

@@ -3,13 +3,16 @@
 `python -m ambigqa_train.train_extractive train --config train/configs/extractive.json --seed 0`
 `python -m ambigqa_train.train_extractive eval <checkpoint> [--data heldout.jsonl] [--n 300]`
 
-Config keys: out, warm_start (a folder name under models/encoders: e5-small-v2, bge-small-en-v1.5,
-all-minilm-l6-v2; fp32, fetched by scripts/assets), train_file (reader-groups-train.jsonl),
+Config keys: out, warm_start (a folder name under models/encoders, fetched by scripts/assets: the
+BERT encoders e5-small-v2, bge-small-en-v1.5, all-minilm-l6-v2 recovered from their fp32 ONNX
+graphs, or all-mpnet-base-v2, MPNet-base's safetensors, for the base-size reader), train_file (reader-groups-train.jsonl),
 limit, nq_repeat (NQ-open groups repeated: their questions are AmbigNQ's kind, SQuAD's are not),
 max_len, words (each passage cut to this many words, as serving reads 100-word passages),
 negatives, batch_size (groups), lr, warmup, steps, log_every, save_every; init_quantized (instead
 of warm_start: an exported reader folder whose int8 model_quantized.onnx is dequantised and trained
-on, e.g. assets/models/extractive); device (cpu, cuda or auto; --device overrides it); workers
+on, e.g. assets/models/extractive); init_checkpoint (instead of either: a reader checkpoint folder,
+e.g. the warm start `weight_parts join` rebuilt on a GPU machine); max_seconds (stop, saved, after
+this many seconds of steps: a device call's limit; a rerun resumes); device (cpu, cuda or auto; --device overrides it); workers
 (DataLoader processes that tokenise the next batches while the model trains on this one; 0 does it
 in line).
 """
@@ -24,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import PreTrainedTokenizerFast
+from transformers import MPNetModel, PreTrainedModel, PreTrainedTokenizerFast
 
 from .common import add_device_argument, device_of, load_config, read_jsonl, run_steps, setup
-from .extractive import ExtractiveReader, best_spans, encode, from_encoder, from_quantized_onnx, group_passages, prepare_groups, prepared_loss
-from .onnx_weights import recover_bert
+from .extractive import best_spans, encode, from_encoder, from_quantized_onnx, group_passages, load_reader, load_tokenizer, prepare_groups, prepared_loss, with_reader_inputs
+from .onnx_weights import ENCODERS_DIR, recover_bert
 
 
 def training_rows(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
@@ -39,6 +42,20 @@ def training_rows(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
     return rows
 
 
+def warm_encoder(name: str) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
+    """A pretrained encoder from models/encoders: MPNet from its safetensors, BERT from its ONNX graph."""
+    folder = ENCODERS_DIR / name
+    if (folder / "model.safetensors").exists():
+        encoder = MPNetModel.from_pretrained(str(folder), add_pooling_layer=False)
+        return encoder, PreTrainedTokenizerFast.from_pretrained(str(folder))
+    return recover_bert(name)  # its error names the scripts/assets command when the folder is missing
+
+
+def load_checkpoint(folder: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
+    model = load_reader(folder)
+    return model, load_tokenizer(folder, model.config)
+
+
 def train(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     setup(seed)
     ckpt = Path(cfg["out"]) / f"seed-{seed}" / "checkpoint"
@@ -46,17 +63,17 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     state: dict[str, Any] = {"step": 0}
     device = device_of(cfg)
     if (ckpt / "state.pt").exists():
-        model = ExtractiveReader.from_pretrained(str(ckpt))
-        tok = PreTrainedTokenizerFast.from_pretrained(str(ckpt))
+        model, tok = load_checkpoint(ckpt)
         state = torch.load(ckpt / "state.pt", weights_only=False, map_location="cpu")
         print(f"train: resuming {ckpt} at step {state['step']}", flush=True)
     elif cfg.get("init_quantized"):
         model, tok = from_quantized_onnx(Path(cfg["init_quantized"]))
+    elif cfg.get("init_checkpoint"):
+        model, tok = load_checkpoint(Path(cfg["init_checkpoint"]))
     else:
-        bert, tok = recover_bert(cfg["warm_start"])
-        model = from_encoder(bert, seed)
-    # transformers 5 drops token_type_ids unless the tokenizer asks for them, and the reader reads them.
-    tok.model_input_names = ["input_ids", "token_type_ids", "attention_mask"]
+        encoder, tok = warm_encoder(cfg["warm_start"])
+        model = from_encoder(encoder, seed)
+        tok = with_reader_inputs(tok, model.config)
     model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
     if "optimizer" in state:
@@ -81,8 +98,8 @@ def evaluate(ckpt: Path, data: Path, n: int, max_len: int = 256, words: int = 10
     """On held-out groups: exact match of the best span on the gold passage alone, among the gold
     passage and 2 hard negatives, and among all of the group's; selection accuracy of the group."""
     torch.set_num_threads(2)
-    model = ExtractiveReader.from_pretrained(str(ckpt)).eval()
-    tok = PreTrainedTokenizerFast.from_pretrained(str(ckpt))
+    model, tok = load_checkpoint(ckpt)
+    model.eval()
     groups = read_jsonl(data, n)
     hits = {"em_gold": 0, "em_gold_2neg": 0, "em_group": 0, "selection": 0}
     t0 = time.time()

@@ -1,6 +1,8 @@
 """A parity fixture for the TypeScript extractive reader: a tiny `ExtractiveReader` (random weights
 spread wide, so that spans do not tie), the project's WordPiece tokenizer, its ONNX export, and
-PyTorch's best spans (`extractive.best_spans`) for a few questions in reference.json.
+PyTorch's best spans (`extractive.best_spans`) for a few questions in reference.json; and in
+`mpnet/` the same on a tiny MPNet encoder, whose tokenizer writes pairs as all-mpnet-base-v2's
+does (`<s> q </s></s> p </s>`: MiniLM's vocabulary with MPNet's special tokens at ids 0-2).
 
 `PYTHONPATH=train python train/tests/extractive_fixture.py --out DIR`
 
@@ -15,11 +17,11 @@ import tempfile
 from pathlib import Path
 
 import torch
-from transformers import BertConfig
+from transformers import BertConfig, MPNetConfig, PreTrainedModel, PreTrainedTokenizerFast
 
 from ambigqa_train.export_onnx import export_extractive
-from ambigqa_train.extractive import ExtractiveReader, best_spans, encode, passage_text
-from ambigqa_train.warm_start import load_cross_encoder_tokenizer
+from ambigqa_train.extractive import ExtractiveReader, MPNetExtractiveReader, best_spans, encode, passage_text, with_reader_inputs
+from ambigqa_train.warm_start import load_cross_encoder_tokenizer, minilm_dir
 
 MAX_LEN = 48
 CASES = [
@@ -38,20 +40,32 @@ CASES = [
 ]
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="train/tests/extractive_fixture.py")
-    ap.add_argument("--out", type=Path, required=True)
-    a = ap.parse_args(argv)
-    torch.manual_seed(0)
-    torch.set_num_threads(2)
-    tok = load_cross_encoder_tokenizer()
-    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128, initializer_range=0.5)
-    model = ExtractiveReader(config).eval()
+def mpnet_tokenizer(folder: Path) -> PreTrainedTokenizerFast:
+    """MiniLM's WordPiece with all-mpnet-base-v2's special tokens and pair template: `<s>`, `<pad>`,
+    `</s>` at ids 0, 1, 2 (transformers' MPNet takes id 1 for padding whatever the config says)."""
+    spec = json.loads((minilm_dir() / "tokenizer.json").read_text())
+    renames = {"[PAD]": "<s>", "[unused0]": "<pad>", "[unused1]": "</s>"}
+    spec["model"]["vocab"] = {renames.get(k, k): v for k, v in spec["model"]["vocab"].items()}
+    spec["added_tokens"] = [{**t, "content": renames.get(t["content"], t["content"])} for t in spec["added_tokens"]]
+    for token in ("<pad>", "</s>"):
+        spec["added_tokens"].append({"id": spec["model"]["vocab"][token], "content": token, "single_word": False, "lstrip": False,
+                                     "rstrip": False, "normalized": False, "special": True})
+    spec["post_processor"] = {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0], "trim_offsets": True, "add_prefix_space": False}
+    spec["padding"] = spec["truncation"] = None
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False))
+    tok = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), bos_token="<s>", eos_token="</s>", sep_token="</s>",
+                                  cls_token="<s>", pad_token="<pad>", unk_token="[UNK]", mask_token="[MASK]", model_max_length=512)
+    return with_reader_inputs(tok, MPNetConfig())
+
+
+def write_fixture(model: PreTrainedModel, tok: PreTrainedTokenizerFast, out: Path) -> None:
+    """The model exported (fp32) into out, with PyTorch's inputs and best spans in reference.json."""
+    model.eval()
     with tempfile.TemporaryDirectory() as ckpt:
         model.save_pretrained(ckpt)
         tok.save_pretrained(ckpt)
-        export_extractive(Path(ckpt), a.out, int8=False)
+        export_extractive(Path(ckpt), out, int8=False)
     cases = []
     with torch.no_grad():
         for question, passages in CASES:
@@ -64,7 +78,25 @@ def main(argv: list[str] | None = None) -> None:
                 "input_ids": [ids[: int(m.sum())] for ids, m in zip(enc.features["input_ids"].tolist(), enc.features["attention_mask"])],
                 "spans": [{"passage": s.passage, "text": s.text, "score": s.score} for s in spans[:5]],
             })
-    (a.out / "reference.json").write_text(json.dumps({"max_len": MAX_LEN, "cases": cases}, indent=1, ensure_ascii=False) + "\n")
+    (out / "reference.json").write_text(json.dumps({"max_len": MAX_LEN, "cases": cases}, indent=1, ensure_ascii=False) + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="train/tests/extractive_fixture.py")
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args(argv)
+    torch.manual_seed(0)
+    torch.set_num_threads(2)
+    # mpnet/ first: the folder counts as made once the top reference.json is there.
+    with tempfile.TemporaryDirectory() as tmp:
+        tok = mpnet_tokenizer(Path(tmp))
+        config = MPNetConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                             max_position_embeddings=130, initializer_range=0.5, pad_token_id=1, bos_token_id=0, eos_token_id=2)
+        write_fixture(MPNetExtractiveReader(config), tok, a.out / "mpnet")
+    tok = with_reader_inputs(load_cross_encoder_tokenizer(), BertConfig())
+    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128, initializer_range=0.5)
+    write_fixture(ExtractiveReader(config), tok, a.out)
     print(f"extractive fixture: {a.out}")
 
 

@@ -95,3 +95,53 @@ def test_train_steps_on_the_device_path_from_int8_then_parts_round_trip(exported
     (tmp_path / "parts" / parts[-1].name).unlink()
     with pytest.raises(SystemExit, match="a part is missing"):
         weight_parts.join(tmp_path / "parts", tmp_path / "broken")
+
+
+def test_mpnet_reader_travels_as_int8_parts_trains_in_timed_calls_and_exports(tmp_path: Path) -> None:
+    """The base-size reader's path on a GPU machine, on a tiny MPNet: the warm start goes there as
+    int8 parts (weight_parts --int8), trains from them (init_checkpoint) in calls cut by
+    max_seconds that resume, and its export is read back from the int8 graph as an MPNet reader."""
+    from extractive_fixture import mpnet_tokenizer
+    from transformers import MPNetConfig
+
+    from ambigqa_train.extractive import MPNetExtractiveReader
+
+    torch.manual_seed(0)
+    tok = mpnet_tokenizer(tmp_path / "tok")
+    config = MPNetConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                         max_position_embeddings=130, pad_token_id=1, bos_token_id=0, eos_token_id=2)
+    warm = tmp_path / "warm"
+    MPNetExtractiveReader(config).save_pretrained(warm)
+    tok.save_pretrained(warm)
+    parts = weight_parts.split(warm, tmp_path / "parts", 20_000, int8=True)
+    assert len(parts) > 1 and json.loads((tmp_path / "parts" / "parts.json").read_text())["weights"] == "int8"
+    weight_parts.join(tmp_path / "parts", tmp_path / "joined")
+    a, b = MPNetExtractiveReader.from_pretrained(str(warm)).state_dict(), MPNetExtractiveReader.from_pretrained(str(tmp_path / "joined")).state_dict()
+    assert a.keys() == b.keys()
+    for k in a:
+        # One int8 step of the row's largest weight at most.
+        assert torch.allclose(a[k], b[k], atol=float(a[k].abs().max()) / 127 * 0.51 + 1e-3), k
+
+    data = tmp_path / "groups.jsonl"
+    with data.open("w") as f:
+        for i, (q, (t, x), answer) in enumerate(GROUPS):
+            negatives = [{"title": GROUPS[(i + j) % 3][1][0], "text": GROUPS[(i + j) % 3][1][1]} for j in (1, 2)]
+            f.write(json.dumps({"id": str(i), "source": "squad", "question": q, "answers": [answer], "positive": {"title": t, "text": x}, "negatives": negatives}) + "\n")
+    cfg = {"out": str(tmp_path / "run"), "init_checkpoint": str(tmp_path / "joined"), "train_file": str(data), "max_len": 64, "words": 100,
+           "negatives": 2, "batch_size": 2, "lr": 1e-3, "warmup": 1, "steps": 3, "log_every": 1, "save_every": 100, "device": "cpu", "max_seconds": 0}
+    first = train_extractive.train(cfg, 0)
+    assert first["step"] == 1 and np.isfinite(first["loss"])  # out of time after one step, saved
+    rest = train_extractive.train({**cfg, "max_seconds": 600}, 0)
+    assert rest["step"] == 3 and np.isfinite(rest["loss"])  # resumed from step 1
+    ckpt = tmp_path / "run" / "seed-0" / "checkpoint"
+    export_extractive(ckpt, tmp_path / "export", int8=True)
+    session = ort.InferenceSession(str(tmp_path / "export" / "model_quantized.onnx"), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["input_ids", "attention_mask"]
+    model, recovered_tok = from_quantized_onnx(tmp_path / "export")
+    assert isinstance(model, MPNetExtractiveReader) and recovered_tok.model_input_names == ["input_ids", "attention_mask"]
+    enc = encode(recovered_tok, [q for q, _, _ in GROUPS], [f"{t}: {x}" for _, (t, x), _ in GROUPS], 64)
+    assert recovered_tok.convert_ids_to_tokens(enc.features["input_ids"][0].tolist())[:1] == ["<s>"]
+    with torch.no_grad():
+        ours = model.eval()(**enc.features)[2].numpy()
+    theirs = session.run(["relevance_logits"], {k: v.numpy() for k, v in enc.features.items()})[0]
+    assert np.abs(ours - theirs).max() < 0.1
