@@ -2,6 +2,9 @@
 
 `python -m ambigqa_train.train_extractive train --config train/configs/extractive.json --seed 0`
 `python -m ambigqa_train.train_extractive eval <checkpoint> [--data heldout.jsonl] [--n 300]`
+`python -m ambigqa_train.train_extractive warm --encoder all-mpnet-base-v2 --out DIR [--seed 0]`
+(the reader on a pretrained encoder, heads fresh, saved as a checkpoint: what travels to a GPU
+machine as init_checkpoint)
 
 Config keys: out, warm_start (a folder name under models/encoders, fetched by scripts/assets: the
 BERT encoders e5-small-v2, bge-small-en-v1.5, all-minilm-l6-v2 recovered from their fp32 ONNX
@@ -22,6 +25,7 @@ import argparse
 import functools
 import json
 import random
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -51,6 +55,23 @@ def warm_encoder(name: str) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
     return recover_bert(name)  # its error names the scripts/assets command when the folder is missing
 
 
+def warm_reader(name: str, seed: int) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
+    """The reader on encoder `name`, its heads fresh (seeded)."""
+    encoder, tok = warm_encoder(name)
+    model = from_encoder(encoder, seed)
+    return model, with_reader_inputs(tok, model.config)
+
+
+def save_warm(name: str, out: Path, seed: int) -> None:
+    model, tok = warm_reader(name, seed)
+    tmp = out.with_name(out.name + ".tmp")
+    model.save_pretrained(str(tmp))
+    tok.save_pretrained(str(tmp))
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)
+
+
 def load_checkpoint(folder: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
     model = load_reader(folder)
     return model, load_tokenizer(folder, model.config)
@@ -71,9 +92,7 @@ def train(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     elif cfg.get("init_checkpoint"):
         model, tok = load_checkpoint(Path(cfg["init_checkpoint"]))
     else:
-        encoder, tok = warm_encoder(cfg["warm_start"])
-        model = from_encoder(encoder, seed)
-        tok = with_reader_inputs(tok, model.config)
+        model, tok = warm_reader(cfg["warm_start"], seed)
     model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.01)
     if "optimizer" in state:
@@ -133,6 +152,10 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--stop-at", type=int, help="stop after this step (the schedule stays the config's)")
     add_device_argument(t)
+    w = sub.add_parser("warm")
+    w.add_argument("--encoder", required=True, help="a folder name under models/encoders")
+    w.add_argument("--out", type=Path, required=True)
+    w.add_argument("--seed", type=int, default=0)
     e = sub.add_parser("eval")
     e.add_argument("checkpoint", type=Path)
     e.add_argument("--data", type=Path, default=Path("data/train/reranker-groups-heldout.jsonl"))
@@ -143,6 +166,9 @@ def main(argv: list[str] | None = None) -> None:
         if a.stop_at is not None:
             cfg["stop_at"] = a.stop_at
         print(json.dumps(train(cfg, a.seed)))
+    elif a.cmd == "warm":
+        save_warm(a.encoder, a.out, a.seed)
+        print(f"warm start: the reader on {a.encoder} in {a.out}")
     else:
         print(json.dumps(evaluate(a.checkpoint, a.data, a.n)))
 
