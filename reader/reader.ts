@@ -58,9 +58,9 @@ export class Reader implements Stage<Reranked, Read> {
       return new Reader(extractive, extractive, settings.maxBatch)
     }
     if (isLmFolder(settings.spanseqgen)) {
-      // SpanSeqGen on the pretrained decoder (an lm.json folder trained for `span`). Its adapter is
-      // applied at run time, as its numbers were measured: merged (as QD runs) it is not measured yet.
-      const lm = new LmSpanReader(await LlamaLm.load(settings.spanseqgen, { threads: settings.threads, merge: false, ...(logger ? { logger } : {}) }), { constrainToPassages: settings.constrainToPassages })
+      // SpanSeqGen on the pretrained decoder (an lm.json folder trained for `span`; its lm.json
+      // says how it is served).
+      const lm = new LmSpanReader(await LlamaLm.load(settings.spanseqgen, { threads: settings.threads, ...(logger ? { logger } : {}) }), { constrainToPassages: settings.constrainToPassages })
       return new Reader(lm, lm, settings.maxBatch)
     }
     const own = shared?.folder === settings.spanseqgen ? undefined : await Seq2SeqModel.load(settings.spanseqgen, device)

@@ -3,7 +3,7 @@
 // two real answers gets one checked rewrite per answer, a single answer keeps the prompt, and a
 // missing or wrong base is a coded error that names the command that fetches it.
 import assert from 'node:assert/strict'
-import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
@@ -95,7 +95,26 @@ test('a missing base is AMBIGQA_ERR_MODEL_MISSING naming scripts/assets lm-base;
     cpSync(folder, copy, { recursive: true })
     writeFileSync(join(copy, 'lm.json'), '{"format": "something else"}')
     assert.throws(() => readLmFolder(copy), (e: Error & { code?: string }) => e.code === 'AMBIGQA_ERR_MODEL_INVALID')
+    writeFileSync(join(copy, 'lm.json'), JSON.stringify({ ...readLmFolder(folder), serve: 'sideways' }))
+    assert.throws(() => readLmFolder(copy), (e: Error & { code?: string }) => e.code === 'AMBIGQA_ERR_MODEL_INVALID' && e.message.includes('serve'))
   } finally {
     rmSync(empty, { recursive: true, force: true })
+  }
+})
+
+test('lm.json decides how the adapter is served: `serve: adapter` applies it at run time, no merged copy made', { skip }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lm-serve-'))
+  try {
+    const spec = readLmFolder(folder)
+    assert.equal(spec.serve, 'merged')
+    symlinkSync(base, join(dir, spec.base.file))
+    const copy = join(dir, 'qd-lm')
+    cpSync(folder, copy, { recursive: true })
+    writeFileSync(join(copy, 'lm.json'), JSON.stringify({ ...spec, serve: 'adapter' }))
+    const applied = await LlamaLm.load(copy, { threads: 1, baseDir: dir })
+    await applied.close()
+    assert.equal(existsSync(join(dir, 'merged')), false)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
   }
 })

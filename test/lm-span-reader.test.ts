@@ -19,7 +19,7 @@ const skip = prerequisite(!existsSync(base) ? `needs the decoder's base model ${
 let lm: LlamaLm
 
 // As reader/reader.ts serves it: the adapter applied at run time (its numbers were measured so).
-before(async () => { if (!skip) lm = await LlamaLm.load(folder, { threads: 1, merge: false }) })
+before(async () => { if (!skip) lm = await LlamaLm.load(folder, { threads: 1 }) })
 after(async () => { if (!skip) await lm.close() })
 
 const passage = (id: string, title: string, text: string): RetrievedPassage => ({ id, title, text, score: 1 })

@@ -26,6 +26,11 @@ export interface LmFolder {
   task: 'qd' | 'span'
   /** The prompt layout it was trained on (reader/lm-prompt.ts). */
   format: 'lm-prompt-v1'
+  /**
+   * How it is served, as its numbers were measured: `merged` (the default) into a Q8_0 copy of
+   * the base (gguf-merge.ts says why), or `adapter`, applied to the base at run time.
+   */
+  serve?: 'merged' | 'adapter'
 }
 
 /** Whether a model folder is a decoder-only LM (an lm.json) rather than a seq2seq export. */
@@ -41,8 +46,8 @@ export function readLmFolder(dir: string): LmFolder {
   } catch (e) {
     throw ERR_MODEL_INVALID(path, `not readable JSON (${(e as Error).message})`, 'Rebuild the folder with `scripts/train-defaults qd-lm`')
   }
-  if (spec.format !== 'lm-prompt-v1' || typeof spec.base?.file !== 'string' || typeof spec.adapter !== 'string') {
-    throw ERR_MODEL_INVALID(path, 'not an lm.json this server runs (format lm-prompt-v1, base.file, adapter)', 'Rebuild the folder with `scripts/train-defaults qd-lm`')
+  if (spec.format !== 'lm-prompt-v1' || typeof spec.base?.file !== 'string' || typeof spec.adapter !== 'string' || ![undefined, 'merged', 'adapter'].includes(spec.serve)) {
+    throw ERR_MODEL_INVALID(path, 'not an lm.json this server runs (format lm-prompt-v1, base.file, adapter, serve merged or adapter)', 'Rebuild the folder with `scripts/train-defaults qd-lm`')
   }
   return spec
 }
@@ -61,8 +66,8 @@ export interface LlamaLmOptions {
   /** Draft tokens read per step by prompt-lookup decoding (0: one token a step). */
   lookahead?: number
   /**
-   * Serve the base with the adapter merged in (the default: gguf-merge.ts says why), made once
-   * into `<baseDir>/merged/`; false applies the adapter at run time.
+   * Overrides the folder's `serve` (benchmarks compare both): true serves the base with the
+   * adapter merged in, made once into `<baseDir>/merged/`; false applies the adapter at run time.
    */
   merge?: boolean
 }
@@ -124,7 +129,7 @@ export class LlamaLm {
     const digest = await sha256(base)
     if (digest !== spec.base.sha256) throw ERR_MODEL_INVALID(base, `sha256 ${digest} is not the base the adapter was trained on (${spec.base.sha256})`, `Fetch it again with \`${FETCH_BASE}\``)
     let merged: string | undefined
-    if (options.merge !== false) {
+    if (options.merge ?? spec.serve !== 'adapter') {
       try {
         merged = await mergedBase(base, spec.base.sha256, adapter, options.logger)
       } catch (e) {
