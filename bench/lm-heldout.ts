@@ -5,7 +5,7 @@
 // instead as serving does (llama.cpp, the folder's GGUF adapter) from the same prompts. Where
 // settings are chosen: never eval-300.
 //   node dist/bench/lm-heldout.js --gguf models/base/gemma-3-270m-q4_k_m.gguf --data data/train RUN_DIR/generated-*.jsonl
-//   node dist/bench/lm-heldout.js --serve assets/models/qd-lm [--lookahead N: reader.qdLookahead's default; 0: one token a step] [--unmerged: the adapter applied at run time]
+//   node dist/bench/lm-heldout.js --serve assets/models/qd-lm [--lookahead N: reader.qdLookahead's default; 0: one token a step] [--unmerged: the adapter applied at run time, whatever lm.json says] [--limit N]
 import { readFileSync } from 'node:fs'
 import { basename } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -20,10 +20,12 @@ import { scoreAmbigNq, type AmbigNqRecord, type PredictedQaPair } from '../src/e
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { serve: { type: 'string', multiple: true, default: [] }, gguf: { type: 'string', default: 'models/base/gemma-3-270m-q4_k_m.gguf' }, data: { type: 'string', default: 'data/train' }, show: { type: 'string', default: '0' }, lookahead: { type: 'string', default: String(defaults.reader.qdLookahead) }, unmerged: { type: 'boolean', default: false } },
+  options: { serve: { type: 'string', multiple: true, default: [] }, gguf: { type: 'string', default: 'models/base/gemma-3-270m-q4_k_m.gguf' }, data: { type: 'string', default: 'data/train' }, show: { type: 'string', default: '0' }, lookahead: { type: 'string', default: String(defaults.reader.qdLookahead) }, unmerged: { type: 'boolean', default: false }, limit: { type: 'string' } },
 })
 const rows = readFileSync(`${values.data}/qd-heldout.jsonl`, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l))
 const groups = new Map(qdGroups(rows).map((g) => [g.id, g]))
+// --limit n: the first n multi-answer groups served (a quick check; the split's numbers want all)
+const limit = values.limit ? Number(values.limit) : Infinity
 const llama = await openLlama()
 const model = await llama.loadModel({ modelPath: values.gguf! })
 const pct = (x: number) => (100 * x).toFixed(1)
@@ -31,10 +33,11 @@ console.log('| run | questions (multi) | F1 EDIT-F1 multi | F1 BLEU-4 multi | re
 console.log('|---|---|---|---|---|---|---|---|')
 /** Each multi-answer group's generated lines, as serving writes them. */
 async function served(dir: string): Promise<{ id: string, lines: string[] }[]> {
-  const lm = await LlamaLm.load(dir, { lookahead: Number(values.lookahead), merge: !values.unmerged })
+  const lm = await LlamaLm.load(dir, { lookahead: Number(values.lookahead), ...(values.unmerged ? { merge: false } : {}) })
   const out: { id: string, lines: string[] }[] = []
   for (const g of groups.values()) {
     if (g.pairs.length < 2) continue
+    if (out.length >= limit) break
     out.push({ id: g.id, lines: await lm.lines(qdPrefix(g.question, g.answers, g.evidence), g.pairs.map((p) => qdAnswerLine(p.answer)), 48) })
   }
   await lm.close()

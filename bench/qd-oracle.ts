@@ -8,7 +8,9 @@
 //   npx tsc -p . && node dist/bench/qd-oracle.js --model assets/models/reader@384 --model models/qd@96
 //   [--model assets/models/qd-lm: a decoder-only LM folder (lm.json), greedy]
 //   [--heldout data/train/qd-heldout.jsonl: the train-side held-out rewrites, where settings are chosen]
+//   [--ids train/splits/asqa-second.txt --store data/eval-asqa: the second set instead of eval-300]
 import { readFileSync } from 'node:fs'
+import { basename } from 'node:path'
 import { parseArgs } from 'node:util'
 import { QuestionDisambiguator, sourceTexts, type DisambiguationItem, type Disambiguator, type Rewrite } from '../reader/question-disambiguator.js'
 import { LmDisambiguator } from '../reader/lm-disambiguator.js'
@@ -38,11 +40,14 @@ const { values } = parseArgs({
     'no-repeat': { type: 'string', default: '2' },
     // data/train/qd-heldout.jsonl: score on the train-side held-out rewrites instead of eval-300.
     heldout: { type: 'string' },
+    // Another AmbigNQ dev id list (e.g. train/splits/asqa-second.txt, with --store data/eval-asqa).
+    ids: { type: 'string' },
   },
 })
 
 const limit = values.limit ? Number(values.limit) : undefined
-const records = values.heldout ? heldoutRecords(values.heldout, limit) : loadEvalRecords(`${values.shared}/ambignq/dev_light.json`, `${values.shared}/splits/eval-300.txt`, limit)
+const idList = values.ids ?? `${values.shared}/splits/eval-300.txt`
+const records = values.heldout ? heldoutRecords(values.heldout, limit) : loadEvalRecords(`${values.shared}/ambignq/dev_light.json`, idList, limit)
 
 /** The QD held-out rows (train side: ambigqa_train.data's qd-heldout.jsonl) as AmbigNQ records, one
  * per prompt with two rewrites or more: where settings are chosen, never on eval-300. */
@@ -135,7 +140,7 @@ for (const spec of values.model!) {
   }
   await (lm ?? model)!.close()
 }
-console.log(`oracle QD on ${records.length} ${values.heldout ? 'held-out train-side' : 'eval-300'} questions (${multi.length} multi-answer; ${values.precision})`)
+console.log(`oracle QD on ${records.length} ${values.heldout ? 'held-out train-side' : values.ids ? basename(values.ids) : 'eval-300'} questions (${multi.length} multi-answer; ${values.precision})`)
 console.log('| model | edits | candidates | best proposal: EDIT-F1 / BLEU-4 (multi) | returned: EDIT-F1 / BLEU-4 (multi) / EDIT-F1 (all) | rewritten % | identical % | repetition % | word from nowhere % | duplicate % | not minimal % | any fault % | s |')
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
 for (const row of rows) console.log(row)

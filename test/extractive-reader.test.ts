@@ -39,23 +39,27 @@ test('splitWords: whitespace, each punctuation and CJK character alone, with off
   assert.deepEqual(words, ['Café', 'Zé', ':', '$', '5', '.', '00', '(', '東', '京', ')'])
 })
 
-test('inputs are the token ids PyTorch read, truncation included', { skip: fixture.skip }, () => {
-  assert.ok(reference.cases.length > 0)
-  for (const c of reference.cases) {
+function assertSameInputs(r: ExtractiveReader, ref: Reference): void {
+  assert.ok(ref.cases.length > 0)
+  for (const c of ref.cases) {
     assert.ok(c.input_ids.length > 0)
-    c.passages.forEach((p, i) => assert.deepEqual(reader.input(c.question, p).ids, c.input_ids[i], `${c.question} / ${p.title}`))
+    c.passages.forEach((p, i) => assert.deepEqual(r.input(c.question, p).ids, c.input_ids[i], `${c.question} / ${p.title}`))
   }
-})
+}
 
-test('spans and scores equal PyTorch best_spans', { skip: fixture.skip }, async () => {
-  const spans = await reader.spans(reference.cases.map((c) => ({ question: c.question, passages: passages(c) })))
-  reference.cases.forEach((c, i) => {
+async function assertSameSpans(r: ExtractiveReader, ref: Reference): Promise<void> {
+  const spans = await r.spans(ref.cases.map((c) => ({ question: c.question, passages: passages(c) })))
+  ref.cases.forEach((c, i) => {
     assert.ok(c.spans.length > 0)
     const ours = spans[i]!.slice(0, c.spans.length)
     assert.deepEqual(ours.map((s) => [s.passage, s.text]), c.spans.map((s) => [s.passage, s.text]), c.question)
     ours.forEach((s, j) => assert.ok(Math.abs(s.score - c.spans[j]!.score) < 1e-3, `${s.text}: ${s.score} vs ${c.spans[j]!.score}`))
   })
-})
+}
+
+test('inputs are the token ids PyTorch read, truncation included', { skip: fixture.skip }, () => assertSameInputs(reader, reference))
+
+test('spans and scores equal PyTorch best_spans', { skip: fixture.skip }, () => assertSameSpans(reader, reference))
 
 test('a batch of questions reads as each question alone', { skip: fixture.skip }, async () => {
   const items = reference.cases.map((c) => ({ question: c.question, passages: passages(c) }))
@@ -73,15 +77,8 @@ test('on an MPNet encoder: the same inputs and best spans as PyTorch', { skip: f
   const ref = JSON.parse(readFileSync(join(dir, 'reference.json'), 'utf8')) as Reference
   const mpnet = await ExtractiveReader.load(dir, { precision: 'fp32' }, { maxInputTokens: ref.max_len })
   try {
-    assert.ok(ref.cases.length > 0)
-    for (const c of ref.cases) c.passages.forEach((p, i) => assert.deepEqual(mpnet.input(c.question, p).ids, c.input_ids[i], `${c.question} / ${p.title}`))
-    const spans = await mpnet.spans(ref.cases.map((c) => ({ question: c.question, passages: passages(c) })))
-    ref.cases.forEach((c, i) => {
-      assert.ok(c.spans.length > 0)
-      const ours = spans[i]!.slice(0, c.spans.length)
-      assert.deepEqual(ours.map((s) => [s.passage, s.text]), c.spans.map((s) => [s.passage, s.text]), c.question)
-      ours.forEach((s, j) => assert.ok(Math.abs(s.score - c.spans[j]!.score) < 1e-3, `${s.text}: ${s.score} vs ${c.spans[j]!.score}`))
-    })
+    assertSameInputs(mpnet, ref)
+    await assertSameSpans(mpnet, ref)
   } finally {
     await mpnet.close()
   }

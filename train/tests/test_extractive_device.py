@@ -24,6 +24,16 @@ GROUPS = [
 ]
 
 
+def groups_file(folder: Path) -> Path:
+    """GROUPS as reader groups (reader-groups-train.jsonl's rows): each the others' passages as negatives."""
+    data = folder / "groups.jsonl"
+    with data.open("w") as f:
+        for i, (q, (t, x), a) in enumerate(GROUPS):
+            negatives = [{"title": GROUPS[(i + j) % 3][1][0], "text": GROUPS[(i + j) % 3][1][1]} for j in (1, 2)]
+            f.write(json.dumps({"id": str(i), "source": "squad", "question": q, "answers": [a], "positive": {"title": t, "text": x}, "negatives": negatives}) + "\n")
+    return data
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny reader exported as the shipped one is: int8 model_quantized.onnx, tokenizer, config."""
@@ -62,11 +72,7 @@ def test_int8_export_recovered_reads_as_the_int8_graph(exported: Path) -> None:
 
 
 def test_train_steps_on_the_device_path_from_int8_then_parts_round_trip(exported: Path, tmp_path: Path) -> None:
-    data = tmp_path / "groups.jsonl"
-    with data.open("w") as f:
-        for i, (q, (t, x), a) in enumerate(GROUPS):
-            negatives = [{"title": GROUPS[(i + j) % 3][1][0], "text": GROUPS[(i + j) % 3][1][1]} for j in (1, 2)]
-            f.write(json.dumps({"id": str(i), "source": "squad", "question": q, "answers": [a], "positive": {"title": t, "text": x}, "negatives": negatives}) + "\n")
+    data = groups_file(tmp_path)
     cfg = {"out": str(tmp_path / "run"), "init_quantized": str(exported / "export"), "train_file": str(data), "max_len": 64, "words": 100,
            "negatives": 2, "batch_size": 2, "lr": 1e-3, "warmup": 1, "steps": 3, "log_every": 1, "save_every": 3, "device": "cpu"}
     result = train_extractive.train(cfg, 0)
@@ -122,11 +128,7 @@ def test_mpnet_reader_travels_as_int8_parts_trains_in_timed_calls_and_exports(tm
         # One int8 step of the row's largest weight at most.
         assert torch.allclose(a[k], b[k], atol=float(a[k].abs().max()) / 127 * 0.51 + 1e-3), k
 
-    data = tmp_path / "groups.jsonl"
-    with data.open("w") as f:
-        for i, (q, (t, x), answer) in enumerate(GROUPS):
-            negatives = [{"title": GROUPS[(i + j) % 3][1][0], "text": GROUPS[(i + j) % 3][1][1]} for j in (1, 2)]
-            f.write(json.dumps({"id": str(i), "source": "squad", "question": q, "answers": [answer], "positive": {"title": t, "text": x}, "negatives": negatives}) + "\n")
+    data = groups_file(tmp_path)
     cfg = {"out": str(tmp_path / "run"), "init_checkpoint": str(tmp_path / "joined"), "train_file": str(data), "max_len": 64, "words": 100,
            "negatives": 2, "batch_size": 2, "lr": 1e-3, "warmup": 1, "steps": 3, "log_every": 1, "save_every": 100, "device": "cpu", "max_seconds": 0}
     first = train_extractive.train(cfg, 0)
