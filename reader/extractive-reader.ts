@@ -87,11 +87,16 @@ interface Input { ids: number[]; typeIds: number[]; pieced: PiecedText; passageS
  */
 interface PairLayout { cls: string; sep: string; pad: string; seps: number; typed: boolean; positions?: number }
 
-export const ENCODER_TYPES = ['bert', 'mpnet'] as const
+const ENCODER_TYPES = ['bert', 'mpnet'] as const
 
 function pairLayout(dir: string): PairLayout {
   const path = join(dir, 'config.json')
-  const config = existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) as { model_type?: unknown; max_position_embeddings?: unknown } : {}
+  let config: { model_type?: unknown; max_position_embeddings?: unknown } = {}
+  try {
+    if (existsSync(path)) config = JSON.parse(readFileSync(path, 'utf8')) as typeof config
+  } catch (e) {
+    throw ERR_MODEL_INVALID(path, `not readable JSON (${(e as Error).message})`, `Re-export the model with \`${HOW_TO_BUILD}\``)
+  }
   const table = typeof config.max_position_embeddings === 'number' && config.max_position_embeddings > 0 ? config.max_position_embeddings : undefined
   const type = config.model_type ?? 'bert'
   // transformers' MPNet numbers positions from 2 whatever the config says (its padding index is 1).
@@ -417,7 +422,6 @@ function balanced(text: string): boolean {
   return (text.match(/"/g)?.length ?? 0) % 2 === 0
 }
 
-/** config.json's max_position_embeddings, when the folder has one. */
 function logSumExp(values: readonly number[]): number {
   const max = Math.max(...values)
   return max + Math.log(values.reduce((s, v) => s + Math.exp(v - max), 0))

@@ -8,16 +8,16 @@ machine as init_checkpoint)
 
 Config keys: out, warm_start (a folder name under models/encoders, fetched by scripts/assets: the
 BERT encoders e5-small-v2, bge-small-en-v1.5, all-minilm-l6-v2 recovered from their fp32 ONNX
-graphs, or all-mpnet-base-v2, MPNet-base's safetensors, for the base-size reader), train_file (reader-groups-train.jsonl),
-limit, nq_repeat (NQ-open groups repeated: their questions are AmbigNQ's kind, SQuAD's are not),
+graphs, or all-mpnet-base-v2, MPNet-base's safetensors, for the base-size reader), train_file
+(reader-groups-train.jsonl), limit, nq_repeat (NQ-open groups repeated: their questions are AmbigNQ's kind, SQuAD's are not),
 max_len, words (each passage cut to this many words, as serving reads 100-word passages),
 negatives, batch_size (groups), lr, warmup, steps, log_every, save_every; init_quantized (instead
 of warm_start: an exported reader folder whose int8 model_quantized.onnx is dequantised and trained
 on, e.g. assets/models/extractive); init_checkpoint (instead of either: a reader checkpoint folder,
 e.g. the warm start `weight_parts join` rebuilt on a GPU machine); max_seconds (stop, saved, after
-this many seconds of steps: a device call's limit; a rerun resumes); device (cpu, cuda or auto; --device overrides it); workers
-(DataLoader processes that tokenise the next batches while the model trains on this one; 0 does it
-in line).
+this many seconds of steps: a device call's limit; a rerun resumes); device (cpu, cuda or auto;
+--device overrides it); workers (DataLoader processes that tokenise the next batches while the
+model trains on this one; 0 does it in line).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import MPNetModel, PreTrainedModel, PreTrainedTokenizerFast
+from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerFast
 
 from .common import add_device_argument, device_of, load_config, read_jsonl, run_steps, setup
 from .extractive import best_spans, encode, from_encoder, from_quantized_onnx, group_passages, load_reader, load_tokenizer, prepare_groups, prepared_loss, with_reader_inputs
@@ -47,10 +47,11 @@ def training_rows(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
 
 
 def warm_encoder(name: str) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
-    """A pretrained encoder from models/encoders: MPNet from its safetensors, BERT from its ONNX graph."""
+    """A pretrained encoder from models/encoders: from its safetensors where it has them (MPNet),
+    else BERT recovered from its ONNX graph."""
     folder = ENCODERS_DIR / name
     if (folder / "model.safetensors").exists():
-        encoder = MPNetModel.from_pretrained(str(folder), add_pooling_layer=False)
+        encoder = AutoModel.from_pretrained(str(folder), add_pooling_layer=False)
         return encoder, PreTrainedTokenizerFast.from_pretrained(str(folder))
     return recover_bert(name)  # its error names the scripts/assets command when the folder is missing
 
