@@ -119,7 +119,8 @@ def quantized_state_dict(graph: onnx.GraphProto) -> dict[str, torch.Tensor]:
     shipped `model_quantized.onnx`): each Linear's weight is `W_quantized` (int8, [in, out]) read by
     MatMulInteger with `W_zero_point` and, through the Mul after it, `W_scale` per output column,
     named by the bias added next; each embedding table is uint8 behind a DequantizeLinear with one
-    scale, named `<table>_scale`. W = (q - zero_point) * scale, exactly the values the int8 graph computes with."""
+    scale, named `<table>_scale`. W = (q - zero_point) * scale, exactly the values the int8 graph
+    computes with."""
     inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     producers = {o: n for n in graph.node for o in n.output}
     consumers = consumers_of(graph)
