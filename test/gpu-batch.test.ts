@@ -48,12 +48,9 @@ test('gpu-batch: pack, stage the carries, run the trainer and the encoding step 
   await run(python, ['-c', `
 import sys; sys.path.insert(0, "tests")
 from pathlib import Path
-from transformers import MPNetConfig
-from extractive_fixture import mpnet_tokenizer
-from ambigqa_train.extractive import MPNetExtractiveReader
+from extractive_fixture import mpnet_tokenizer, tiny_mpnet
 out = Path(sys.argv[1]); tok = mpnet_tokenizer(out / "tok")
-config = MPNetConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=130, pad_token_id=1)
-MPNetExtractiveReader(config).save_pretrained(out / "warm"); tok.save_pretrained(out / "warm")
+tiny_mpnet(tok).save_pretrained(out / "warm"); tok.save_pretrained(out / "warm")
 `, work], { cwd: join(PROJECT_ROOT, 'train'), env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, 'train') } })
   const articles = (JSON.parse(readFileSync(squad.path, 'utf8')) as { data: { title: string, paragraphs: { context: string, qas: { id: string, question: string, answers: { text: string }[] }[] }[] }[] }).data
   const groups = articles.slice(0, 4).flatMap((a) => a.paragraphs.slice(0, 3).map((p, i) => ({

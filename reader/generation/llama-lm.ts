@@ -5,8 +5,8 @@
 // adapter applied at run time). Chosen over the project's ONNX generation engine because llama.cpp
 // runs GGUF as it is: an ONNX export would be the dequantised 1 GB model.
 //
-// A model folder holds lm.json {base: {file, sha256}, adapter: "adapter.gguf", task, format} and
-// the adapter. One context with one sequence: llama.cpp computes on its own threads (the event
+// A model folder holds lm.json {base: {file, sha256}, adapter: "adapter.gguf", task, format,
+// serve} and the adapter. One context with one sequence: llama.cpp computes on its own threads (the event
 // loop stays free) and the calls take turns.
 import { createHash } from 'node:crypto'
 import { createReadStream, existsSync, mkdirSync, readFileSync } from 'node:fs'

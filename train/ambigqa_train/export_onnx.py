@@ -34,7 +34,7 @@ import torch
 from optimum.exporters.onnx import onnx_export_from_model
 from transformers import BartForConditionalGeneration, BertForSequenceClassification, PreTrainedTokenizerFast
 
-from .extractive import load_reader, load_tokenizer, reader_inputs
+from .extractive import load_checkpoint, reader_inputs
 from .train_seq2seq import load_seq2seq
 
 SEQ2SEQ_SPLIT = ("encoder_model", "decoder_model", "decoder_with_past_model")
@@ -89,10 +89,9 @@ def export_extractive(ckpt: Path, out: Path, int8: bool = True) -> None:
     """model.onnx (+ model_quantized.onnx): the id tensors the encoder reads in (BERT's three,
     MPNet's two: no token types), span and selection logits out."""
     torch.set_num_threads(2)
-    model = load_reader(ckpt)
+    model, tok = load_checkpoint(ckpt)
     model.eval()
     out.mkdir(parents=True, exist_ok=True)
-    tok = load_tokenizer(ckpt, model.config)
     inputs = reader_inputs(model.config)
     enc = tok(["who wrote it"], ["Title: some passage text"], return_tensors="pt")
     axes = {0: "batch", 1: "tokens"}
@@ -112,8 +111,8 @@ def export_extractive(ckpt: Path, out: Path, int8: bool = True) -> None:
 
 def extractive_parity(ckpt: Path, out: Path, pairs: list[tuple[str, str]], name: str = "model.onnx") -> float:
     """Max abs difference of the three outputs, PyTorch against onnxruntime (padding excluded)."""
-    model = load_reader(ckpt).eval()
-    tok = load_tokenizer(ckpt, model.config)
+    model, tok = load_checkpoint(ckpt)
+    model.eval()
     inputs = reader_inputs(model.config)
     enc = tok([p[0] for p in pairs], [p[1] for p in pairs], padding=True, return_tensors="pt")
     with torch.no_grad():

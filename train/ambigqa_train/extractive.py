@@ -50,6 +50,8 @@ class ExtractiveReader(BertPreTrainedModel):
     """On BERT (the shipped reader, e5-small-v2): question and passage told apart by token types."""
 
     config_class = BertConfig
+    # The id tensors it reads: the tokenizer's output and the ONNX graph's inputs.
+    inputs = ("input_ids", "attention_mask", "token_type_ids")
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__(config)
@@ -66,6 +68,7 @@ class MPNetExtractiveReader(MPNetPreTrainedModel):
     no token types (MPNet has none)."""
 
     config_class = MPNetConfig
+    inputs = ("input_ids", "attention_mask")
 
     def __init__(self, config: MPNetConfig) -> None:
         super().__init__(config)
@@ -77,25 +80,18 @@ class MPNetExtractiveReader(MPNetPreTrainedModel):
         return _logits(self, self.mpnet(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state)
 
 
-# model_type → the reader on that encoder, and the id tensors it reads (the ONNX graph's inputs).
-READERS: dict[str, type[PreTrainedModel]] = {"bert": ExtractiveReader, "mpnet": MPNetExtractiveReader}
-INPUTS = {"bert": ("input_ids", "attention_mask", "token_type_ids"), "mpnet": ("input_ids", "attention_mask")}
+# model_type → the reader on that encoder.
+READERS: dict[str, type[ExtractiveReader] | type[MPNetExtractiveReader]] = {"bert": ExtractiveReader, "mpnet": MPNetExtractiveReader}
 
 
-def reader_class(config: PretrainedConfig) -> type[PreTrainedModel]:
+def reader_class(config: PretrainedConfig) -> type[ExtractiveReader] | type[MPNetExtractiveReader]:
     if config.model_type not in READERS:
         raise ValueError(f"no extractive reader on a {config.model_type!r} encoder (known: {', '.join(READERS)})")
     return READERS[config.model_type]
 
 
 def reader_inputs(config: PretrainedConfig) -> tuple[str, ...]:
-    reader_class(config)
-    return INPUTS[config.model_type]
-
-
-def load_reader(folder: Path) -> PreTrainedModel:
-    """A saved reader checkpoint, on whichever encoder its config names."""
-    return reader_class(AutoConfig.from_pretrained(str(folder))).from_pretrained(str(folder))
+    return reader_class(config).inputs
 
 
 def with_reader_inputs(tok: PreTrainedTokenizerFast, config: PretrainedConfig) -> PreTrainedTokenizerFast:
@@ -107,6 +103,12 @@ def with_reader_inputs(tok: PreTrainedTokenizerFast, config: PretrainedConfig) -
 
 def load_tokenizer(folder: Path, config: PretrainedConfig) -> PreTrainedTokenizerFast:
     return with_reader_inputs(PreTrainedTokenizerFast.from_pretrained(str(folder)), config)
+
+
+def load_checkpoint(folder: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
+    """A saved reader checkpoint, on whichever encoder its config names, and its tokenizer."""
+    config = AutoConfig.from_pretrained(str(folder))
+    return reader_class(config).from_pretrained(str(folder)), load_tokenizer(folder, config)
 
 
 def from_encoder(encoder: PreTrainedModel, seed: int) -> PreTrainedModel:

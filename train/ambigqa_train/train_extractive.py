@@ -34,7 +34,7 @@ import torch
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerFast
 
 from .common import add_device_argument, device_of, load_config, read_jsonl, run_steps, setup
-from .extractive import best_spans, encode, from_encoder, from_quantized_onnx, group_passages, load_reader, load_tokenizer, prepare_groups, prepared_loss, with_reader_inputs
+from .extractive import best_spans, encode, from_encoder, from_quantized_onnx, group_passages, load_checkpoint, prepare_groups, prepared_loss, with_reader_inputs
 from .onnx_weights import ENCODERS_DIR, recover_bert
 
 
@@ -71,11 +71,6 @@ def save_warm(name: str, out: Path, seed: int) -> None:
     if out.exists():
         shutil.rmtree(out)
     tmp.rename(out)
-
-
-def load_checkpoint(folder: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
-    model = load_reader(folder)
-    return model, load_tokenizer(folder, model.config)
 
 
 def train(cfg: dict[str, Any], seed: int) -> dict[str, Any]:

@@ -59,6 +59,13 @@ def mpnet_tokenizer(folder: Path) -> PreTrainedTokenizerFast:
     return with_reader_inputs(tok, MPNetConfig())
 
 
+def tiny_mpnet(tok: PreTrainedTokenizerFast, initializer_range: float = 0.02) -> MPNetExtractiveReader:
+    """A 2-layer MPNet reader on `tok` (mpnet_tokenizer's): random weights, seeded by the caller."""
+    return MPNetExtractiveReader(MPNetConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                             intermediate_size=64, max_position_embeddings=130, initializer_range=initializer_range,
+                                             pad_token_id=1, bos_token_id=0, eos_token_id=2))
+
+
 def write_fixture(model: PreTrainedModel, tok: PreTrainedTokenizerFast, out: Path) -> None:
     """The model exported (fp32) into out, with PyTorch's inputs and best spans in reference.json."""
     model.eval()
@@ -90,9 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     # mpnet/ first: the folder counts as made once the top reference.json is there.
     with tempfile.TemporaryDirectory() as tmp:
         tok = mpnet_tokenizer(Path(tmp))
-        config = MPNetConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                             max_position_embeddings=130, initializer_range=0.5, pad_token_id=1, bos_token_id=0, eos_token_id=2)
-        write_fixture(MPNetExtractiveReader(config), tok, a.out / "mpnet")
+        write_fixture(tiny_mpnet(tok, initializer_range=0.5), tok, a.out / "mpnet")
     tok = with_reader_inputs(load_cross_encoder_tokenizer(), BertConfig())
     config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, max_position_embeddings=128, initializer_range=0.5)

@@ -107,17 +107,14 @@ def test_mpnet_reader_travels_as_int8_parts_trains_in_timed_calls_and_exports(tm
     """The base-size reader's path on a GPU machine, on a tiny MPNet: the warm start goes there as
     int8 parts (weight_parts --int8), trains from them (init_checkpoint) in calls cut by
     max_seconds that resume, and its export is read back from the int8 graph as an MPNet reader."""
-    from extractive_fixture import mpnet_tokenizer
-    from transformers import MPNetConfig
+    from extractive_fixture import mpnet_tokenizer, tiny_mpnet
 
     from ambigqa_train.extractive import MPNetExtractiveReader
 
     torch.manual_seed(0)
     tok = mpnet_tokenizer(tmp_path / "tok")
-    config = MPNetConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                         max_position_embeddings=130, pad_token_id=1, bos_token_id=0, eos_token_id=2)
     warm = tmp_path / "warm"
-    MPNetExtractiveReader(config).save_pretrained(warm)
+    tiny_mpnet(tok).save_pretrained(warm)
     tok.save_pretrained(warm)
     parts = weight_parts.split(warm, tmp_path / "parts", 20_000, int8=True)
     assert len(parts) > 1 and json.loads((tmp_path / "parts" / "parts.json").read_text())["weights"] == "int8"
