@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { parse, type FieldNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql'
-import { selectsRewrites } from '../src/server/selection.js'
+import { disambiguates, selectsRewrites } from '../src/server/selection.js'
 
 /** The resolve info of the query's first top-level field, as graphql-js gives it. */
 function infoOf(query: string) {
@@ -31,4 +31,12 @@ test('the set\'s own question, or answers without question and rewritten, do not
   assert.equal(rewrites('{ ask(question: "q") { answers { ...A } } } fragment A on Answer { answer confidence }'), false)
   // A fragment the document lacks is refused by validation; here it selects nothing.
   assert.equal(rewrites('{ ask(question: "q") { answers { ...Missing } } }'), false)
+})
+
+test('one decision whether a call disambiguates: what the query selects, and a call without a query does', () => {
+  assert.equal(disambiguates(infoOf('{ ask(question: "q") { answers { answer rewritten } } }')), true)
+  assert.equal(disambiguates(infoOf('{ ask(question: "q") { answers { answer confidence } } }')), false)
+  assert.equal(disambiguates(infoOf('{ search(question: "q") { id } }')), false)
+  // A direct call reads the whole answer, rewrites included (the limiter counts it so too).
+  assert.equal(disambiguates(undefined), true)
 })

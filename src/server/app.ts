@@ -16,7 +16,7 @@ import { allowedHostnames, hostnameOf } from './host-check.js'
 import type { JobAccess } from './job-access.js'
 import { Jobs, type CoTrainingRunner } from './jobs.js'
 import { Limiter } from './limiter.js'
-import { selectsRewrites } from './selection.js'
+import { disambiguates } from './selection.js'
 import { defaultLimits, type ServerLimits } from './limits.js'
 import { queryCostRule } from './query-cost.js'
 import { queryDepthRule } from './query-depth.js'
@@ -107,20 +107,22 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
     ...(options.jobs?.coTraining ? { coTraining: options.jobs.coTraining } : {}),
   }
   // Every field goes through one place: limits, timeout, metrics, errors with codes. `limit`: how the
-  // limiter counts the field's calls: not at all, as the field, or with the calls that select
-  // rewritten questions apart (question disambiguation makes them cost several times the others,
-  // and one estimate for a mix of both would refuse the cheap ones and admit too many dear ones).
+  // limiter counts the field's calls: not at all, as the field, or with the calls that run question
+  // disambiguation apart (it makes them cost several times the others, and one estimate for a mix
+  // of both would refuse the cheap ones and admit too many dear ones). Whether a call runs it is
+  // decided here once and handed to both the limiter and the resolver.
   const guarded = <A, R>(field: string, limit: 'none' | 'field' | 'rewrites apart', body: (ctx: ResolverContext, args: A, call: Call) => Promise<R> | R) =>
     async (_root: unknown, args: A, context?: { reply?: { raw?: ServerResponse; request?: { headers: IncomingHttpHeaders } } }, info?: GraphQLResolveInfo): Promise<R> => {
       const end = latency.startTimer({ field })
       try {
+        const disambiguate = disambiguates(info)
         const result = await withDeadline(limits.timeoutMs, context?.reply?.raw, async (signal, deadline) => {
           const work = async () => {
             signal.throwIfAborted()
-            return body(ctx, args, { signal, headers: context?.reply?.request?.headers ?? {}, ...(info ? { info } : {}) })
+            return body(ctx, args, { signal, headers: context?.reply?.request?.headers ?? {}, disambiguate })
           }
           if (limit === 'none') return work()
-          return limiter.run(limit === 'rewrites apart' && info && selectsRewrites(info) ? `${field} with rewrites` : field, deadline, signal, work)
+          return limiter.run(limit === 'rewrites apart' && disambiguate ? `${field} with rewrites` : field, deadline, signal, work)
         })
         requests.inc({ field, outcome: 'ok' })
         return result

@@ -2,7 +2,6 @@
 // from its field to the pipeline. app.ts wraps each in `guarded` (limits, deadline, metrics, coded
 // errors) and registers them with mercurius; here is only what each field does.
 import type { IncomingHttpHeaders } from 'node:http'
-import type { GraphQLResolveInfo } from 'graphql'
 import { ERR_BATCH_TOO_LARGE, ERR_JOBS_DISABLED, ERR_QUERY_TOO_COSTLY, ERR_READER_UNAVAILABLE } from '../../core/errors.js'
 import { RETRIEVER_KINDS, retrieverEnumName } from '../../core/kinds.js'
 import { describeRetriever } from '../../core/retriever.js'
@@ -14,7 +13,6 @@ import { checkHealth, type DependencyProbe } from './health.js'
 import { authorizeJob, resolveDataPath, type JobAccess } from './job-access.js'
 import type { CoTrainingRunner, Jobs } from './jobs.js'
 import { askManyCost } from './query-cost.js'
-import { selectsRewrites } from './selection.js'
 import type { ServerLimits } from './limits.js'
 
 /** What the resolvers serve from: one per server. */
@@ -30,8 +28,12 @@ export interface ResolverContext {
   probes: DependencyProbe[]
 }
 
-/** One call of a field: aborted at the deadline or when the client goes away. */
-export interface Call { signal: AbortSignal; headers: IncomingHttpHeaders; info?: GraphQLResolveInfo }
+/**
+ * One call of a field: aborted at the deadline or when the client goes away. `disambiguate`:
+ * whether an ask runs question disambiguation, decided once for the request (selection.ts,
+ * `disambiguates`) and counted the same way by the limiter.
+ */
+export interface Call { signal: AbortSignal; headers: IncomingHttpHeaders; disambiguate: boolean }
 
 /** The schema's RetrieverName values (validated by GraphQL against the enum, which
  * test/schema.test.ts holds to core/kinds.ts). */
@@ -47,8 +49,7 @@ const passageOut = (p: { id: string; title: string; text: string; score?: number
 
 /**
  * The request's options: the configured reader.retrieve and reader.read cut to maxK, so a server
- * with a lower limit still accepts them; question disambiguation only when the query selects an
- * answer's `question` or `rewritten` (it is most of the time of a set of several answers).
+ * with a lower limit still accepts them; question disambiguation as the call was decided.
  */
 function askOptions(ctx: ResolverContext, o: AskOptionsInput | null | undefined, call: Call): AskOptions {
   const retriever = kindOf(o?.retriever)
@@ -56,8 +57,7 @@ function askOptions(ctx: ResolverContext, o: AskOptionsInput | null | undefined,
     retrieve: checkCount(ctx, 'options.retrieve', o?.retrieve ?? Math.min(ctx.pipeline.defaultRetrieve, ctx.limits.maxK)),
     read: checkCount(ctx, 'options.read', o?.read ?? Math.min(ctx.pipeline.defaultRead, ctx.limits.maxK)),
     ...(retriever ? { retriever } : {}),
-    // Without the query (a direct call), disambiguate: the answer is then complete.
-    disambiguate: call.info === undefined || selectsRewrites(call.info),
+    disambiguate: call.disambiguate,
   }
 }
 

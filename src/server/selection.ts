@@ -27,6 +27,13 @@ export function selects(info: Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments
   return nodes.some((node) => fields.some((field) => fieldsNamed(node.selectionSet, field, info.fragments).length > 0))
 }
 
-/** Whether an ask (or askMany) query reads its answers' rewritten questions: question
- * disambiguation runs only then, and such an ask costs several times one without. */
+/** Whether an ask (or askMany) query reads its answers' rewritten questions. */
 export const selectsRewrites = (info: Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'>): boolean => selects(info, ['answers'], ['question', 'rewritten'])
+
+/**
+ * The one decision whether a call runs question disambiguation, made once per request (app.ts)
+ * and handed both to the limiter, which counts such a call apart (it costs several times one
+ * without), and to the pipeline: when the query reads an answer's question or rewritten, or when
+ * there is no query to read (a direct call), which then gets the complete answer.
+ */
+export const disambiguates = (info: Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'> | undefined): boolean => info === undefined || selectsRewrites(info)
