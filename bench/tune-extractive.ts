@@ -11,6 +11,7 @@
 //   npx tsc -p . && node dist/bench/tune-extractive.js --model models/extractive [--store data/eval-300]
 import { parseArgs } from 'node:util'
 import { ExtractiveReader, type ReadPassage, type ScoredSpan } from '../reader/extractive-reader.js'
+import { plainSet } from '../reader/answer-set-decider.js'
 import type { RetrievedPassage } from '../core/retriever.js'
 import { openRetriever } from '../retriever/open-retriever.js'
 import { loadConfig } from '../core/config.js'
@@ -81,12 +82,13 @@ function goldAnswers(record: AmbigNqRecord): string[] {
 
 /** F1 answer (all, multi) of one setting at k passages, and how often the best passage holds a gold answer. */
 function score(questions: Question[], k: number, s: Setting): { all: number; multi: number; empty: number } {
-  Object.assign(reader.options, s)
+  Object.assign(reader.options, { rankPrior: s.rankPrior, dropContaining: s.dropContaining, candidates: Math.max(...list(values['max-answers']!)) })
   const predictions: Record<string, string[]> = {}
   let empty = 0
   for (const q of questions) {
     const item = { question: q.record.question, passages: q.passages.slice(0, k) }
-    const answers = reader.answerSet(item, spansAt(q, k)).map((a) => a.answer)
+    const candidates = reader.candidates(item, spansAt(q, k)).map((a) => ({ ...a, confidence: a.probability }))
+    const answers = plainSet(candidates, s).map((a) => a.answer)
     if (answers.length === 0) empty++
     predictions[q.record.id] = answers.length > 0 ? answers : ['']
   }

@@ -142,16 +142,19 @@ export const defaults: Config = {
   // passages (192/256/384/512 for the earlier reader, 256/384 for this one; BENCHMARKS.md).
   // readEach 0 reads the passages together (SpanSeqGen); n reads the top n one at a time and
   // pools the answers, keeping those within poolKeep of the best (opt-in: BENCHMARKS.md).
-  // kind: which reader gives the answer set; extractive (keep, minProbability, maxAnswers) reads
-  // each passage alone and keeps the answers whose probability is within `keep` of the best;
-  // rankPrior weighs the retriever's order into its passage scores. The default is the better of
-  // the two on eval-300; rankPrior, keep and minProbability were chosen on
-  // train/splits/reader-tune.txt by bench/tune-extractive (BENCHMARKS.md), never on eval-300;
-  // dropContaining (an answer holding a better one's words and more is the same answer with its
-  // context) too, there: F1 21.7 against 21.5. With the calibration (the default) the reader
-  // recalls `candidates` answers from `read` passages and the decider verifies them: read,
-  // minConfidence and maxAnswers are what `ambigqa train calibration` chose on the tuning sets
-  // (reader-tune and asqa-tune; calibration.json records them), never on eval-300.
+  // kind: which reader recalls the answers: extractive reads each passage alone and returns its
+  // best `candidates` answers (spans merged by text), rankPrior weighing the retriever's order into
+  // its passage scores, dropContaining merging an answer that holds a better one's words and more
+  // (the same answer with its context: F1 21.7 against 21.5); spanseqgen writes its set whole.
+  // The default is the better of the two on eval-300. The answer-set decider
+  // (reader/answer-set-decider.ts) alone decides which candidates make the set: with the
+  // calibration (the default) those whose calibrated confidence reaches minConfidence; without one
+  // (the plain rule) those within `keep` of the best one's probability; either way at most
+  // maxAnswers, the best always, and none when the best probability is under minProbability.
+  // rankPrior, keep and minProbability were chosen on train/splits/reader-tune.txt by
+  // bench/tune-extractive (BENCHMARKS.md), never on eval-300; read, minConfidence and maxAnswers are
+  // what `ambigqa train calibration` chose on the tuning sets (reader-tune and asqa-tune;
+  // calibration.json records them), never on eval-300.
   // qd: the question-disambiguation model, which reads qdMaxInputTokens (what it is trained at)
   // and proposes qdCandidates rewrites per answer, of which the best without a fault is returned;
   // qdEvidenceVocabulary: decoding uses only the word pieces of the prompt, answers and evidence.
@@ -168,8 +171,6 @@ export const defaults: Config = {
   // oneAnswerWhenUnambiguous: a question the detector judges unambiguous keeps its best answer alone
   // (off: the fit found no gain on the natural mix of questions that it could tell from noise, and
   // it costs multi-answer questions their other answers; calibration.json's `detector` records it).
-  // candidates: with a calibration, the extractive reader passes its best `candidates` answers (no
-  // `keep` margin) for the decider to verify, and maxAnswers caps the decided set.
   // read: passages the reader reads when a request does not say (ask's options.read, --read);
   // retrieve: passages retrieved for it when a request does not say (options.retrieve, --retrieve).
   reader: {

@@ -6,6 +6,7 @@ export interface StageTimings {
   retrievalMs: number
   rerankMs?: number
   readMs?: number
+  decideMs?: number
   disambiguateMs?: number
   totalMs: number
 }

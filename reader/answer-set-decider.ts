@@ -193,7 +193,16 @@ export function verifierPair(question: string, answer: string, window: AnswerWin
 /** The cross-encoder's logit for each pair of one question, in order. */
 export type VerifyAnswers = (question: string, pairs: readonly { title: string; text: string }[], signal?: AbortSignal) => Promise<number[]>
 
+/**
+ * What decides the set (config reader.*). Without a calibration (the plain rule) the reader's
+ * probabilities are the confidences: the answers within `keep` of the best one's; with one, the
+ * answers whose calibrated confidence reaches `minConfidence`. Either way the most confident is
+ * kept, at most `maxAnswers`, and nothing when the reader's best probability is under
+ * `minProbability` (an honest "not in these passages" beats a wrong answer).
+ */
 export interface DeciderOptions {
+  keep: number
+  minProbability: number
   minConfidence: number
   /** Cut the set to its best answer when ambiguity ≤ 0.5 (off: the detector only reports). */
   oneAnswerWhenUnambiguous: boolean
@@ -201,40 +210,87 @@ export interface DeciderOptions {
   maxAnswers: number
 }
 
+/** What a calibrated decider verifies with: calibration.json's models, the question's embedding by
+ * their encoder, and the cross-encoder verifier when the models stack one. */
+export interface Calibration { models: CalibrationModels; embed: EmbedQuestion; verify?: VerifyAnswers }
+
 /**
- * The stage between reading and question disambiguation: each candidate verified (its calibrated
- * confidence), the set those at or over minConfidence (the most confident always: an empty set
- * scores as a wrong one, and its confidence says how sure it is), the ambiguity probability (the
- * `ambiguity` model over readingFeatures: the shipped one is the question-only logit as it is),
- * and, with oneAnswerWhenUnambiguous, the set cut to its best answer when the question is judged
- * unambiguous.
+ * The set out of candidates ranked best first: the first always, then each whose confidence
+ * reaches both `floor` and `share` of the first's, at most `size`. The one rule every set is cut by.
+ */
+export function answerSet<A extends { confidence: number }>(ranked: readonly A[], rule: { floor: number; share: number; size: number }): A[] {
+  const best = ranked[0]?.confidence ?? 0
+  return ranked.filter((a, i) => i === 0 || (a.confidence >= rule.floor && a.confidence >= rule.share * best)).slice(0, rule.size)
+}
+
+/** The reader's candidates (best first) as a decider takes them: none when even the best one's
+ * probability is under minProbability. */
+function floored<A extends { confidence: number }>(candidates: readonly A[], minProbability: number): readonly A[] {
+  return (candidates[0]?.confidence ?? 0) < minProbability ? [] : candidates
+}
+
+/** The plain rule over a reader's candidates, its probabilities as confidences (the decider without a calibration). */
+export function plainSet<A extends { confidence: number }>(candidates: readonly A[], options: Pick<DeciderOptions, 'keep' | 'minProbability' | 'maxAnswers'>): A[] {
+  return answerSet(floored(candidates, options.minProbability), { floor: 0, share: options.keep, size: options.maxAnswers })
+}
+
+/**
+ * The stage between reading and question disambiguation, the one owner of the answer set: the
+ * reader recalls candidates, and this decides which make the set. Without a calibration, the plain
+ * rule over the reader's probabilities (a generative reader's set, written by the model, passes
+ * whole: see `generativeSet`). With one, each candidate verified (its calibrated confidence), the set
+ * those at or over minConfidence (the most confident always: an empty set scores as a wrong one,
+ * and its confidence says how sure it is), the ambiguity probability (the `ambiguity` model over
+ * readingFeatures: the shipped one is the question-only logit as it is), and, with
+ * oneAnswerWhenUnambiguous, the set cut to its best answer when the question is judged unambiguous.
  */
 export class AnswerSetDecider implements Stage<Read, Read> {
   readonly name = 'decide'
-  private readonly questionLogit: (embedding: readonly number[], question: string) => number
+  private readonly questionLogit: ((embedding: readonly number[], question: string) => number) | undefined
 
-  constructor(private readonly models: CalibrationModels, private readonly embed: EmbedQuestion, private readonly options: DeciderOptions, private readonly verify?: VerifyAnswers) {
-    if (models.verifier && !verify) throw ERR_MODEL_MISSING('the answer verifier (config reader.verifier)', 'calibration.json stacks a cross-encoder verifier: give its model folder')
-    this.questionLogit = questionScorer(models.questionOnly)
+  constructor(private readonly options: DeciderOptions, private readonly calibration?: Calibration) {
+    if (calibration?.models.verifier && !calibration.verify) throw ERR_MODEL_MISSING('the answer verifier (config reader.verifier)', 'calibration.json stacks a cross-encoder verifier: give its model folder')
+    this.questionLogit = calibration ? questionScorer(calibration.models.questionOnly) : undefined
   }
 
   async run(input: Read, signal?: AbortSignal): Promise<Read> {
-    const { models, options, verify } = this
+    const { options, calibration } = this
+    if (!calibration) return { ...input, answers: plainSet(input.answers, options) }
+    const read = { ...input, answers: [...floored(input.answers, options.minProbability)] }
+    const { models, verify } = calibration
     const verifier = models.verifier
-    const logits = answerFeatures(input).map((f) => logit(models.answer, named(models.answer, f)))
+    const logits = answerFeatures(read).map((f) => logit(models.answer, named(models.answer, f)))
     if (verifier && verify) {
       // The reader's first candidates (its order: what the stack was fit on) that carry a window.
-      const read = input.answers.map((a, i) => ({ a, i })).filter(({ a, i }) => i < verifier.candidates && a.window)
-      const cross = await verify(input.question, read.map(({ a }) => verifierPair(input.question, a.answer, a.window!)), signal)
-      read.forEach(({ i }, k) => { logits[i] = logit(verifier.stack, [logits[i]!, cross[k]!]) })
+      const verified = read.answers.map((a, i) => ({ a, i })).filter(({ a, i }) => i < verifier.candidates && a.window)
+      const cross = await verify(read.question, verified.map(({ a }) => verifierPair(read.question, a.answer, a.window!)), signal)
+      verified.forEach(({ i }, k) => { logits[i] = logit(verifier.stack, [logits[i]!, cross[k]!]) })
     }
     const confidences = logits.map(sigmoid)
-    const calibrated: ReadAnswer[] = input.answers.map((a, i) => ({ ...a, confidence: confidences[i]!, readerProbability: a.confidence }))
-    const byQuestion = this.questionLogit(Array.from(await this.embed(input.question)), input.question)
-    const ambiguity = sigmoid(logit(models.ambiguity, named(models.ambiguity, readingFeatures(input, byQuestion, confidences))))
+    const calibrated: ReadAnswer[] = read.answers.map((a, i) => ({ ...a, confidence: confidences[i]!, readerProbability: a.confidence }))
+    const byQuestion = this.questionLogit!(Array.from(await calibration.embed(read.question)), read.question)
+    const ambiguity = sigmoid(logit(models.ambiguity, named(models.ambiguity, readingFeatures(read, byQuestion, confidences))))
     const ranked = calibrated.sort((a, b) => b.confidence - a.confidence)
-    const kept = ranked.filter((a, i) => i === 0 || a.confidence >= options.minConfidence)
     const size = isAmbiguous(ambiguity) || !options.oneAnswerWhenUnambiguous ? options.maxAnswers : 1
-    return { ...input, answers: kept.slice(0, size), ambiguity }
+    return { ...read, answers: answerSet(ranked, { floor: options.minConfidence, share: 0, size }), ambiguity }
   }
+}
+
+/** The plain rule's settings for a generative reader (SpanSeqGen): the model writes the set, so
+ * every answer it wrote is kept. */
+export function generativeSet(options: DeciderOptions): DeciderOptions {
+  return { ...options, keep: 0, minProbability: 0, maxAnswers: Number.MAX_SAFE_INTEGER }
+}
+
+/** The decider's options out of the reader's settings (config reader.*). */
+export function deciderOptions(settings: DeciderOptions): DeciderOptions {
+  const { keep, minProbability, minConfidence, oneAnswerWhenUnambiguous, maxAnswers } = settings
+  return { keep, minProbability, minConfidence, oneAnswerWhenUnambiguous, maxAnswers }
+}
+
+/** The decider without a calibration for a reader of `kind`: the plain rule over an extractive
+ * reader's candidates, a generative reader's set whole. */
+export function plainDecider(settings: DeciderOptions & { kind: ReaderKind }): AnswerSetDecider {
+  const options = deciderOptions(settings)
+  return new AnswerSetDecider(settings.kind === 'extractive' ? options : generativeSet(options))
 }

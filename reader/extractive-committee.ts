@@ -1,7 +1,7 @@
 // A committee of extractive readers answering as one (the co-trained ensemble of AmbigQA's
 // Algorithm 1, train/ambigqa_train/cotrain.py): every member reads the passages, and a span's
-// probability is the members' mean, so the answer set is the first member's `answerSet` over
-// the pooled spans (merged by normalised text, kept within `keep` of the best).
+// probability is the members' mean, so the candidates are the first member's `candidates` over
+// the pooled spans (merged by normalised text); the decider chooses the set, as for one reader.
 // A committee folder holds `committee.json` {"members": ["member-0", ...]}, each an extractive
 // model folder (relative to the committee folder); `reader.extractive` may name either kind.
 import { existsSync, readFileSync } from 'node:fs'
@@ -51,7 +51,7 @@ export class ExtractiveCommittee {
 
   async read(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<PredictedAnswer[][]> {
     const spans = await this.spans(items, signal)
-    return items.map((item, i) => this.members[0]!.answerSet(item, spans[i]!))
+    return items.map((item, i) => this.members[0]!.candidates(item, spans[i]!))
   }
 
   /** Every member's spans of each question, each less ln C: summed by text, they give the mean

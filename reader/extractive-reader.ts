@@ -2,9 +2,8 @@
 // encoder (BERT; or MPNet, the base-size one) reads `[CLS] question [SEP] title: text [SEP]`
 // (MPNet: `<s> question </s></s> title: text </s>`) for each of the top passages on its own
 // and scores every passage (selection) and every span of whole words (start + end). Answers are
-// spans merged by their normalised text across passages; the answer set is every answer whose
-// probability is within `keep` of the best one's, and nothing when even the best is under
-// `minProbability` (an honest "not in these passages" beats a wrong answer).
+// spans merged by their normalised text across passages: the reader's candidates, best first.
+// Which of them make the answer set is the decider's (reader/answer-set-decider.ts), not the reader's.
 // Scores are computed exactly as train/ambigqa_train/extractive.py `best_spans` computes them.
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -31,11 +30,8 @@ export interface ExtractiveOptions {
   maxAnswerTokens: number
   /** Passages per ONNX run. */
   batchSize: number
-  /** An answer is kept when its probability reaches this share of the best answer's. */
-  keep: number
-  /** No answer at all when the best answer's probability is under this. */
-  minProbability: number
-  maxAnswers: number
+  /** The most candidates returned (best first), for the decider to choose from. */
+  candidates: number
   /**
    * The retriever's order as a prior on the passage score: the passage ranked r gets
    * -rankPrior * ln(r) added to its selection logit (0: the model's selection alone, as DPR).
@@ -49,7 +45,7 @@ export interface ExtractiveOptions {
 }
 
 /** The options the configuration sets (`reader.*` of the same names); the rest keep their defaults. */
-export const EXTRACTIVE_SETTINGS = ['keep', 'minProbability', 'maxAnswers', 'rankPrior', 'dropContaining'] as const satisfies readonly (keyof ExtractiveOptions)[]
+export const EXTRACTIVE_SETTINGS = ['candidates', 'rankPrior', 'dropContaining'] as const satisfies readonly (keyof ExtractiveOptions)[]
 
 export type ExtractiveSettings = Pick<ExtractiveOptions, (typeof EXTRACTIVE_SETTINGS)[number]>
 
@@ -58,14 +54,8 @@ export function extractiveSettings(settings: ExtractiveSettings): ExtractiveSett
   return Object.fromEntries(EXTRACTIVE_SETTINGS.map((key) => [key, settings[key]])) as unknown as ExtractiveSettings
 }
 
-/** The reader's own set rule off, for a decider that verifies its candidates (answer-set-decider.ts):
- * every candidate up to `candidates`, with no margin to the best. */
-export function forVerification<S extends ExtractiveSettings>(settings: S, candidates: number): S {
-  return { ...settings, keep: 0, maxAnswers: candidates }
-}
-
 export const defaultExtractiveOptions: ExtractiveOptions = {
-  maxInputTokens: 256, maxQuestionTokens: 64, maxAnswerTokens: 10, batchSize: 16, keep: 0.3, minProbability: 0, maxAnswers: 5, rankPrior: 0, dropContaining: false,
+  maxInputTokens: 256, maxQuestionTokens: 64, maxAnswerTokens: 10, batchSize: 16, candidates: 20, rankPrior: 0, dropContaining: false,
 }
 
 /**
@@ -173,7 +163,7 @@ export class ExtractiveReader {
 
   async read(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<PredictedAnswer[][]> {
     const spans = await this.spans(items, signal)
-    return items.map((item, i) => this.answerSet(item, spans[i]!))
+    return items.map((item, i) => this.candidates(item, spans[i]!))
   }
 
   /** Every question's best spans (a few per passage), best first. */
@@ -281,14 +271,14 @@ export class ExtractiveReader {
   }
 
   /**
-   * Spans merged by normalised text (probabilities summed over passages), best first, a span cut
-   * across a bracket or a quotation mark left out; those under
-   * `keep` of the best dropped, and an answer whose words lie inside a better one's (the same
-   * answer cut short), or with `dropContaining` one that holds a better one's words and more;
-   * nothing when the best is under `minProbability`. Each answer carries its features for the
-   * verifier (candidateFeatures, answerShape).
+   * The reader's candidates: spans merged by normalised text (probabilities summed over passages),
+   * best first, at most `candidates`; a span cut across a bracket or a quotation mark left out, and
+   * an answer whose words lie inside a better one's (the same answer cut short), or with
+   * `dropContaining` one that holds a better one's words and more (the same answer with its
+   * context). Each carries its evidence and its features for the decider (candidateFeatures,
+   * answerShape); which make the set is the decider's.
    */
-  answerSet(item: ReadingQuestion, spans: readonly ScoredSpan[]): PredictedAnswer[] {
+  candidates(item: ReadingQuestion, spans: readonly ScoredSpan[]): PredictedAnswer[] {
     const merged = new Map<string, { text: string; probability: number; spans: ScoredSpan[] }>()
     for (const span of spans) {
       const key = normalizeAnswer(span.text)
@@ -302,11 +292,9 @@ export class ExtractiveReader {
       }
     }
     const ranked = [...merged.values()].sort((a, b) => b.probability - a.probability)
-    const best = ranked[0]?.probability ?? 0
-    if (best === 0 || best < this.options.minProbability) return []
     const kept: { text: string; probability: number; spans: ScoredSpan[]; words: string[] }[] = []
     for (const answer of ranked) {
-      if (kept.length >= this.options.maxAnswers || answer.probability < this.options.keep * best) break
+      if (kept.length >= this.options.candidates) break
       const words = normalizeAnswer(answer.text).split(' ')
       if (kept.some((k) => k.words.length > words.length && containsTokens(k.words, words))) continue
       if (this.options.dropContaining && kept.some((k) => k.words.length < words.length && containsTokens(words, k.words))) continue

@@ -7,7 +7,7 @@ import type { RetrievedPassage } from '../core/retriever.js'
 import type { LlamaLm } from './generation/llama-lm.js'
 import type { RewriteFault } from './rewrite-check.js'
 import { generatedLine, pickEvidence, qdAnswerLine, qdPrefix } from './lm-prompt.js'
-import { checkedRewrites, passagesFor, unrewritten, type DisambiguationItem, type Disambiguator, type Rewrite } from './question-disambiguator.js'
+import { checkedRewrites, passagesFor, type DisambiguationItem, type Disambiguator, type Rewrite } from './question-disambiguator.js'
 
 /** Tokens a rewrite may take (AmbigNQ's longest rewrites are about 40). */
 const MAX_REWRITE_TOKENS = 48
@@ -34,10 +34,6 @@ export class LmDisambiguator implements Disambiguator {
   async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<Rewrite[][]> {
     const out: Rewrite[][] = []
     for (const item of items) {
-      if (item.answers.length < 2) {
-        out.push(unrewritten(item))
-        continue
-      }
       const lines = await this.lm.lines(qdPrefix(item.question, item.answers, LmDisambiguator.evidence(item)), item.answers.map(qdAnswerLine), MAX_REWRITE_TOKENS, signal)
       out.push(checkedRewrites(item, lines.map((l) => [generatedLine(l)]), LM_IGNORED_FAULTS))
     }

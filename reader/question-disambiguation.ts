@@ -49,7 +49,8 @@ export class QuestionDisambiguation implements Stage<Read, Disambiguated> {
   }
 
   async run(input: Read, signal?: AbortSignal): Promise<Disambiguated> {
-    // One answer keeps the prompt: it need not wait behind a batch of other questions' rewrites.
+    // The one place that decides it: fewer than two answers keep the prompt (nothing to tell apart),
+    // and need not wait behind a batch of other questions' rewrites.
     if (input.answers.length < 2) return asAsked(input)
     const rewrites = await this.queue.submit({ question: input.question, answers: input.answers.map((a) => a.answer), passages: input.reranked, evidence: input.answers.map((a) => a.evidence) }, signal)
     return { ...input, answers: input.answers.map((a, i) => ({ ...a, question: rewrites[i]!.question, rewritten: rewrites[i]!.rewritten })), ambiguous: ambiguousOf(input) }

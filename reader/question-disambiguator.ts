@@ -67,11 +67,6 @@ export function checkedRewrites(item: DisambiguationItem, proposals: readonly (r
   })
 }
 
-/** A single answer keeps the prompt question as it is. */
-export function unrewritten(item: DisambiguationItem): Rewrite[] {
-  return item.answers.map(() => ({ question: item.question, rewritten: false, proposal: '' }))
-}
-
 export class QuestionDisambiguator implements Disambiguator {
   readonly options: DisambiguatorOptions
 
@@ -104,7 +99,6 @@ export class QuestionDisambiguator implements Disambiguator {
   }
 
   private async rewrites(item: DisambiguationItem, signal?: AbortSignal): Promise<Rewrite[]> {
-    if (item.answers.length < 2) return unrewritten(item)
     const base = { ...this.model.generationDefaults, ...this.options.generation }
     const vocabulary = this.options.evidenceVocabulary ? this.vocabulary(item) : undefined
     // Room for the prompt and maxInserted more tokens (the model's default, 20, cut rewrites

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
-import { answerFeatures, AnswerSetDecider, CALIBRATION_FILE, loadCalibration, questionScorer, readingFeatures, verifierPair, wordsScorer, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
+import { answerFeatures, AnswerSetDecider, CALIBRATION_FILE, generativeSet, loadCalibration, questionScorer, readingFeatures, verifierPair, wordsScorer, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
 import { DEFAULT_READER_DIR } from '../core/paths.js'
 import { prerequisite } from './helpers/prerequisite.js'
 import type { RetrievedPassage } from '../core/retriever.js'
@@ -48,19 +48,33 @@ test('features: each answer\'s share of the best, rank and evidence; the questio
   assert.equal(readingFeatures(read([]), 0).secondShare, 0)
 })
 
+/** The plain rule's settings, which a calibrated decider does not read. */
+const RULE = { keep: 0.3, minProbability: 0 }
+
 test('the decider calibrates, drops answers under minConfidence and keeps the best alone when unambiguous', async () => {
   const two = read([['x', 0.5, [passages[0]!]], ['y', 0.45, [passages[1]!]], ['z', 0.1, []]])
   // Question logit 2 and second share 0.9: sigmoid(2 + 2.7 − 2) > 0.5, ambiguous.
-  const ambiguous = await new AnswerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 0.1, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }).run(two)
+  const ambiguous = await new AnswerSetDecider({ ...RULE, minConfidence: 0.1, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }, { models: models(), embed: async () => new Float32Array([2, 7]) }).run(two)
   assert.ok(ambiguous.ambiguity! > 0.9)
   assert.deepEqual(ambiguous.answers.map((a) => a.answer), ['x', 'y'], 'z (confidence 0.05) is under minConfidence')
   assert.ok(Math.abs(ambiguous.answers[0]!.confidence - 1 / (1 + Math.exp(-5))) < 1e-9)
   // Question logit −3: sigmoid(−3 + 2.7 − 2) < 0.5, one answer, the most confident.
-  const single = await new AnswerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }).run(two)
+  const single = await new AnswerSetDecider({ ...RULE, minConfidence: 0, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }, { models: models(), embed: async () => new Float32Array([-3, 0]) }).run(two)
   assert.ok(single.ambiguity! < 0.5)
   assert.deepEqual(single.answers.map((a) => a.answer), ['x'])
-  const reportOnly = await new AnswerSetDecider(models(), async () => new Float32Array([-3, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }).run(two)
+  const reportOnly = await new AnswerSetDecider({ ...RULE, minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }, { models: models(), embed: async () => new Float32Array([-3, 0]) }).run(two)
   assert.deepEqual(reportOnly.answers.map((a) => a.answer), ['x', 'y', 'z'], 'the detector only reports')
+})
+
+test('without a calibration the plain rule decides: within keep of the best, at most maxAnswers, nothing under minProbability; a generative reader\'s set whole', async () => {
+  const four = read([['w', 0.5, []], ['x', 0.2, []], ['y', 0.14, []], ['z', 0.1, []]])
+  const rule = { keep: 0.3, minProbability: 0, minConfidence: 0.9, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }
+  const plain = await new AnswerSetDecider(rule).run(four)
+  assert.deepEqual(plain.answers.map((a) => [a.answer, a.confidence]), [['w', 0.5], ['x', 0.2]], 'y is under 0.3 of the best; the calibrated rule\'s minConfidence does not apply')
+  assert.equal(plain.ambiguity, undefined, 'no detector without a calibration')
+  assert.deepEqual((await new AnswerSetDecider({ ...rule, keep: 0, maxAnswers: 3 }).run(four)).answers.map((a) => a.answer), ['w', 'x', 'y'])
+  assert.deepEqual((await new AnswerSetDecider({ ...rule, minProbability: 0.6 }).run(four)).answers, [], 'the best is under minProbability: an honest empty set')
+  assert.deepEqual((await new AnswerSetDecider(generativeSet({ ...rule, maxAnswers: 1, minProbability: 0.6 })).run(four)).answers.map((a) => a.answer), ['w', 'x', 'y', 'z'], 'SpanSeqGen wrote the set')
 })
 
 test('the verified set: the best three confidences, their sum, how many reach 0.25 and from how many passages (as fit_calibration.set_features)', () => {
@@ -73,9 +87,9 @@ test('the verified set: the best three confidences, their sum, how many reach 0.
 
 test('the decider keeps its most confident answer even under minConfidence, and at most maxAnswers', async () => {
   const three = read([['x', 0.5, [passages[0]!]], ['y', 0.45, [passages[1]!]], ['z', 0.4, []]])
-  const none = await new AnswerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 1, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }).run(three)
+  const none = await new AnswerSetDecider({ ...RULE, minConfidence: 1, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }, { models: models(), embed: async () => new Float32Array([2, 7]) }).run(three)
   assert.deepEqual(none.answers.map((a) => a.answer), ['x'])
-  const capped = await new AnswerSetDecider(models(), async () => new Float32Array([2, 7]), { minConfidence: 0, oneAnswerWhenUnambiguous: true, maxAnswers: 2 }).run(three)
+  const capped = await new AnswerSetDecider({ ...RULE, minConfidence: 0, oneAnswerWhenUnambiguous: true, maxAnswers: 2 }, { models: models(), embed: async () => new Float32Array([2, 7]) }).run(three)
   assert.deepEqual(capped.answers.map((a) => a.answer), ['x', 'y'])
 })
 
@@ -99,7 +113,7 @@ test('the cross-encoder verifier: the reader\'s first candidates stacked on the 
     seen.push([...pairs])
     return pairs.map(() => -4)
   }
-  const out = await new AnswerSetDecider(stacked, async () => new Float32Array([2, 7]), { minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }, verify).run(input)
+  const out = await new AnswerSetDecider({ ...RULE, minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }, { models: stacked, embed: async () => new Float32Array([2, 7]), verify }).run(input)
   // x is read (rank 0, a window); y has no window; z is past the first 2.
   assert.deepEqual(seen, [[{ question: 'who won', title: 'x [SEP] T', text: 'words around x' }]])
   assert.deepEqual(verifierPair('q', 'x', { title: 'T', text: 'w' }), { question: 'q', title: 'x [SEP] T', text: 'w' })
@@ -107,7 +121,7 @@ test('the cross-encoder verifier: the reader\'s first candidates stacked on the 
   assert.ok(Math.abs(confidence.x! - 1 / (1 + Math.exp(4))) < 1e-9, 'x: the stack of its cross-encoder logit')
   assert.ok(Math.abs(confidence.y! - 1 / (1 + Math.exp(-(10 * 0.9 - 5)))) < 1e-9, 'y: the answer model alone')
   assert.deepEqual(out.answers.map((a) => a.answer), ['y', 'z', 'x'], 'x falls behind the candidates the verifier did not read')
-  assert.throws(() => new AnswerSetDecider(stacked, async () => new Float32Array([0, 0]), { minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }),
+  assert.throws(() => new AnswerSetDecider({ ...RULE, minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }, { models: stacked, embed: async () => new Float32Array([0, 0]) }),
     (e: { code?: string }) => e.code === 'AMBIGQA_ERR_MODEL_MISSING', 'a stack without a verifier model is a coded error')
   const dir = mkdtempSync(join(tmpdir(), 'calibration-'))
   writeFileSync(join(dir, CALIBRATION_FILE), JSON.stringify({ ...stacked, verifier: { candidates: 2, stack: model(['answerLogit'], [1], 0) } }))

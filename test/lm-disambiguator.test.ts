@@ -80,11 +80,6 @@ test('on the merged model, prompt lookup writes greedy\'s lines token for token'
   assert.deepEqual(fast.map((r) => r.map((x) => x.proposal)), plain.map((r) => r.map((x) => x.proposal)))
 })
 
-test('a single answer keeps the prompt without running the model', { skip }, async () => {
-  const [rewrites] = await qd.disambiguate([{ question: 'when was harvard founded?', answers: ['1636'], passages: [] }])
-  assert.deepEqual(rewrites, [{ question: 'when was harvard founded?', rewritten: false, proposal: '' }])
-})
-
 test('a missing base is AMBIGQA_ERR_MODEL_MISSING naming scripts/assets lm-base; a different file is refused', { skip }, async () => {
   const empty = mkdtempSync(join(tmpdir(), 'lm-base-'))
   try {

@@ -14,6 +14,9 @@ import { generate, type GenerateRequest } from '../reader/generation/generate.js
 import type { GenerationOptions } from '../reader/generation/generation-options.js'
 import { splitOnSeparator, SpanSeqGen } from '../reader/span-seq-gen.js'
 import { QuestionDisambiguator } from '../reader/question-disambiguator.js'
+import { QuestionDisambiguation } from '../reader/question-disambiguation.js'
+import { defaults } from '../core/config.js'
+import type { Read } from '../core/stages.js'
 import { Seq2SeqModel } from '../reader/generation/seq2seq-model.js'
 import { isAmbigqaError } from '../core/errors.js'
 import { hasAnswer } from '../core/has-answer.js'
@@ -258,20 +261,29 @@ test('the tokenizer knows WordPiece continuation pieces', { skip: fixture.skip }
   for (const id of pieces.slice(1)) assert.equal(model.tokenizer.continuesWord(id), true)
 })
 
-test('question disambiguation: one rewrite per answer; one answer keeps the prompt question', { skip: fixture.skip }, async () => {
+test('question disambiguation: one rewrite per answer; the stage keeps the prompt for one answer', { skip: fixture.skip }, async () => {
   const qd = new QuestionDisambiguator(model, { generation: { numBeams: 1, maxLength: 20 } })
   const passages = [passage('1', 'Harry Potter', 'The first film premiered in London on 4 November 2001 and was released on 16 November 2001.')]
-  const [several, one] = await qd.disambiguate([
-    { question: 'when did the harry potter movie come out', answers: ['4 November 2001', '16 November 2001'], passages },
-    { question: 'who wrote harry potter', answers: ['J. K. Rowling'], passages },
-  ])
+  const [several] = await qd.disambiguate([{ question: 'when did the harry potter movie come out', answers: ['4 November 2001', '16 November 2001'], passages }])
   assert.equal(several!.length, 2)
   for (const r of several!) {
     // Returned only when it passed the checks, else the prompt marked as not rewritten.
     if (r.rewritten) assert.notEqual(r.question, 'when did the harry potter movie come out')
     else assert.equal(r.question, 'when did the harry potter movie come out')
   }
-  assert.deepEqual(one, [{ question: 'who wrote harry potter', rewritten: false, proposal: '' }])
+  // "Fewer than two answers, no rewrite" is the stage's rule alone: the model is not asked.
+  const stage = await QuestionDisambiguation.open({ ...defaults.reader, qd: fixture.dir!, precision: 'fp32', threads: 1 })
+  try {
+    const read = (answers: string[]): Read => ({
+      question: 'who wrote harry potter', passages, reranked: passages, timings: { retrievalMs: 0, totalMs: 0 },
+      answers: answers.map((answer) => ({ answer, confidence: 0.9, evidence: passages })),
+    })
+    const one = await stage.run(read(['J. K. Rowling']))
+    assert.deepEqual(one.answers.map((a) => [a.answer, a.question, a.rewritten]), [['J. K. Rowling', 'who wrote harry potter', false]])
+    assert.deepEqual((await stage.run(read([]))).answers, [])
+  } finally {
+    await stage.close()
+  }
 })
 
 test('question disambiguation batched across questions gives each question what it gets alone (fp32; a long prompt beside a short one)', { skip: fixture.skip }, async () => {

@@ -9,6 +9,7 @@ import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
 import { SqlitePassageSource } from '../retriever/passage-source.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { defaults } from '../core/config.js'
+import { plainDecider } from '../reader/answer-set-decider.js'
 import { hasAnswer } from '../core/has-answer.js'
 import { Pipeline } from '../src/pipeline/pipeline.js'
 import { ambigqaServer } from '../src/server/app.js'
@@ -33,7 +34,7 @@ before(async () => {
   pipeline = new Pipeline({
     retriever: new Bm25SqliteRetriever(PassageStore.openReadOnly(storeDir), defaults.bm25),
     // The QD stage, counted: whether the server ran question disambiguation at all.
-    reader, disambiguator: { name: 'qd', run: (input, signal) => { disambiguations++; return qd.run(input, signal) } }, close: async () => { await reader.close(); await qd.close() },
+    reader, decider: plainDecider(settings), disambiguator: { name: 'qd', run: (input, signal) => { disambiguations++; return qd.run(input, signal) } }, close: async () => { await reader.close(); await qd.close() },
   })
   instance = Fastify({ logger: false })
   await instance.register(ambigqaServer, { pipeline, passages: new SqlitePassageSource(store), limits: {} })

@@ -6,6 +6,7 @@ import { SqlitePassageSource } from '../retriever/passage-source.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
 import { defaults } from '../core/config.js'
+import { plainDecider } from '../reader/answer-set-decider.js'
 import { Pipeline } from '../src/pipeline/pipeline.js'
 import { ambigqaServer } from '../src/server/app.js'
 import type { ServerLimits } from '../src/server/limits.js'
@@ -134,6 +135,7 @@ test('a timed-out ask aborts its work: the reader sees the aborted signal', asyn
   const reading = new Pipeline({
     retriever: pipeline.stages.retriever,
     reader: { name: 'slow reader', run: async (input, signal) => { seen = signal; await new Promise((r) => setTimeout(r, 200)); return { ...input, answers: [] } } },
+    decider: plainDecider(defaults.reader),
     disambiguator: { name: 'qd', run: async (input) => ({ ...input, answers: [], ambiguous: false }) },
   })
   const instance = await app({ timeoutMs: 50 }, reading)

@@ -11,6 +11,7 @@ import { Bm25SqliteRetriever } from '../retriever/bm25-sqlite-retriever.js'
 import { EsPassageSource, SqlitePassageSource, type PassageSource } from '../retriever/passage-source.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { defaults } from '../core/config.js'
+import { plainDecider } from '../reader/answer-set-decider.js'
 import { Pipeline } from '../src/pipeline/pipeline.js'
 import { ambigqaServer } from '../src/server/app.js'
 import { buildDemoStore } from './helpers/demo-store.js'
@@ -34,6 +35,7 @@ after(() => store.close())
 /** Reader and disambiguator stages that answer at once: the reader is "loaded". */
 const readerStages = {
   reader: { name: 'reader', run: async (input: any) => ({ ...input, answers: [] }) },
+  decider: plainDecider(defaults.reader),
   disambiguator: { name: 'qd', run: async (input: any) => ({ ...input, answers: [], ambiguous: false }) },
 }
 

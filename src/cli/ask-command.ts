@@ -29,7 +29,7 @@ export function registerAskCommand(program: Command): void {
           return
         }
         const t = result.timings
-        ctx.out(`${question}  (${result.ambiguous ? 'ambiguous' : 'one answer'}${result.ambiguity !== undefined ? ` P=${result.ambiguity.toFixed(2)}` : ''}; ${t.totalMs.toFixed(0)} ms: retrieval ${t.retrievalMs.toFixed(0)}, reading ${(t.readMs ?? 0).toFixed(0)}, disambiguation ${(t.disambiguateMs ?? 0).toFixed(0)})`)
+        ctx.out(`${question}  (${result.ambiguous ? 'ambiguous' : 'one answer'}${result.ambiguity !== undefined ? ` P=${result.ambiguity.toFixed(2)}` : ''}; ${t.totalMs.toFixed(0)} ms: retrieval ${t.retrievalMs.toFixed(0)}, reading ${(t.readMs ?? 0).toFixed(0)}, deciding ${(t.decideMs ?? 0).toFixed(0)}, disambiguation ${(t.disambiguateMs ?? 0).toFixed(0)})`)
         if (result.answers.length === 0) ctx.out('  no answer found in the passages read')
         for (const a of result.answers) {
           ctx.out(`\n- ${a.answer}  (confidence ${a.confidence.toFixed(2)})\n  ${a.question}${result.ambiguous && !a.rewritten ? '  (not rewritten: no rewrite passed the checks)' : ''}`)

@@ -12,7 +12,7 @@ import { ERR_USAGE } from '../../core/errors.js'
 import { createLogger } from '../../core/log.js'
 import { EVAL_300_STORE, EVAL_ASQA_STORE, eval300Sources } from '../eval/eval-300.js'
 import { openRetriever } from '../../retriever/open-retriever.js'
-import { ExtractiveReader, extractiveSettings, forVerification } from '../../reader/extractive-reader.js'
+import { ExtractiveReader, extractiveSettings } from '../../reader/extractive-reader.js'
 import { mineHardNegatives } from '../training/hard-negatives.js'
 import { writeCalibrationData } from '../training/calibration-data.js'
 import { DenseEncoder } from '../../retriever/dense-encoder.js'
@@ -137,8 +137,8 @@ export function registerTrainCommands(program: Command): void {
       const ctx = contextFor(command, { store: o.store })
       const r = ctx.config.reader
       const retriever = o.questionsOnly ? undefined : await openRetriever(ctx.config, ctx.log)
-      // Every candidate: the fit decides the set, so the reader's own margin and cap do not apply.
-      const reader = o.questionsOnly ? undefined : await ExtractiveReader.load(r.extractive, { precision: r.precision, device: r.device, threads: r.threads, logger: ctx.log }, forVerification(extractiveSettings(r), o.maxCandidates))
+      // Every candidate up to --max-candidates: the fit decides the set.
+      const reader = o.questionsOnly ? undefined : await ExtractiveReader.load(r.extractive, { precision: r.precision, device: r.device, threads: r.threads, logger: ctx.log }, { ...extractiveSettings(r), candidates: o.maxCandidates })
       const encoder = await DenseEncoder.load(o.encoder, ctx.config.dense.modelsDir, ctx.config.dense.threads, { device: ctx.config.dense.device, logger: ctx.log })
       try {
         const tuneSets = [{ name: 'reader-tune', ids: o.tuneIds, reference: 'train' as const }, { name: 'asqa-tune', ids: o.tuneDevIds, reference: 'dev' as const }]

@@ -100,6 +100,7 @@ export function toProgressRecord(id: string, result: Disambiguated): ProgressRec
   const timings: StageTimings = { retrievalMs: round2(result.timings.retrievalMs), totalMs: round2(result.timings.totalMs) }
   if (result.timings.rerankMs !== undefined) timings.rerankMs = round2(result.timings.rerankMs)
   if (result.timings.readMs !== undefined) timings.readMs = round2(result.timings.readMs)
+  if (result.timings.decideMs !== undefined) timings.decideMs = round2(result.timings.decideMs)
   if (result.timings.disambiguateMs !== undefined) timings.disambiguateMs = round2(result.timings.disambiguateMs)
   return {
     id,
@@ -184,6 +185,7 @@ export function timingSummary(records: readonly ProgressRecord[]): EvalMetrics['
     retrieval: summarizeTimes(pick((t) => t.retrievalMs)),
     rerank: summarizeTimes(pick((t) => t.rerankMs)),
     read: summarizeTimes(pick((t) => t.readMs)),
+    decide: summarizeTimes(pick((t) => t.decideMs)),
     disambiguate: summarizeTimes(pick((t) => t.disambiguateMs)),
   }
 }

@@ -28,7 +28,7 @@ export interface AmbiguitySummary { questions: number; multiShare: number; auroc
 export interface TimingSummary { n: number; p50Ms: number; p99Ms: number; meanMs: number }
 
 export interface EvalMetrics extends AmbigNqMetrics {
-  timings: Record<'total' | 'retrieval' | 'rerank' | 'read' | 'disambiguate', TimingSummary>
+  timings: Record<'total' | 'retrieval' | 'rerank' | 'read' | 'decide' | 'disambiguate', TimingSummary>
   run: { questions: number; resumed: number; answeredNow: number; seconds: number; questionsPerSecond: number }
   config: Record<string, unknown>
   /** The returned answers' confidence against correctness (ECE over 10 bins, Brier). */

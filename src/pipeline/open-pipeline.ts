@@ -3,11 +3,9 @@
 import { openRetriever } from '../../retriever/open-retriever.js'
 import { Reader } from '../../reader/reader.js'
 import { QuestionDisambiguation } from '../../reader/question-disambiguation.js'
-import { forVerification } from '../../reader/extractive-reader.js'
 import { CrossEncoderReranker } from '../../retriever/cross-encoder-reranker.js'
 import { DenseEncoder } from '../../retriever/dense-encoder.js'
-import { AnswerSetDecider, loadCalibration, VERIFIER_TOKENS } from '../../reader/answer-set-decider.js'
-import type { Read, Stage } from '../../core/stages.js'
+import { AnswerSetDecider, deciderOptions, loadCalibration, plainDecider, VERIFIER_TOKENS } from '../../reader/answer-set-decider.js'
 import type { Config } from '../../core/config.js'
 import { AmbigqaError } from '../../core/errors.js'
 import { silentLogger, type Logger } from '../../core/log.js'
@@ -34,9 +32,8 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
     let reader: Reader | undefined
     let decided: Awaited<ReturnType<typeof openDecider>>
     try {
-      // With a calibration the reader recalls candidates and the decider verifies them and decides.
-      const settings = config.reader.calibration === '' ? config.reader : forVerification(config.reader, config.reader.candidates)
-      reader = await Reader.open(settings, logger, qd.seq2seq ? { folder: config.reader.qd, model: qd.seq2seq } : undefined)
+      // The reader recalls candidates; the decider decides which make the set.
+      reader = await Reader.open(config.reader, logger, qd.seq2seq ? { folder: config.reader.qd, model: qd.seq2seq } : undefined)
       decided = await openDecider(config, logger)
     } catch (error) {
       await reader?.close()
@@ -46,9 +43,9 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
     const opened = reader
     return new Pipeline({
       ...retrievers, ...(reranker ? { reranker } : {}), read: config.reader.read, retrieve: config.reader.retrieve, reader: opened, disambiguator: qd,
-      ...(decided ? { decider: decided.decider } : {}),
+      decider: decided.decider,
       // The reader before QD's model: SpanSeqGen may read with it.
-      close: async () => { await opened.close(); await qd.close(); await decided?.close(); await closeReranker() },
+      close: async () => { await opened.close(); await qd.close(); await decided.close(); await closeReranker() },
     })
   } catch (error) {
     if (!(error instanceof AmbigqaError)) {
@@ -61,28 +58,30 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
   }
 }
 
-/** The answer-set decider of config reader.calibration ('' for none), with the sentence encoder its
+/** The answer-set decider: calibrated by config reader.calibration, with the sentence encoder its
  * question-only model was fit on (from the dense retriever's models folder; the retriever's own
- * encoder when it is the same model, so the question is embedded once). A calibration fit on
- * another reader's probabilities is not applied: they mean something else. */
-export async function openDecider(config: Config, logger: Logger = silentLogger): Promise<{ decider: Stage<Read, Read>; close: () => Promise<void> } | undefined> {
-  if (config.reader.calibration === '') return undefined
-  const models = loadCalibration(config.reader.calibration)
-  if (models.reader !== config.reader.kind) {
-    logger.warn({ calibration: config.reader.calibration, fitFor: models.reader, reader: config.reader.kind }, 'calibration not applied: it was fit on another reader; confidences are the reader\'s own')
-    return undefined
+ * encoder when it is the same model, so the question is embedded once); the plain rule without one
+ * ('' for none), or when the calibration was fit on another reader's probabilities (they mean
+ * something else). */
+export async function openDecider(config: Config, logger: Logger = silentLogger): Promise<{ decider: AnswerSetDecider; close: () => Promise<void> }> {
+  const r = config.reader
+  const plain = { decider: plainDecider(r), close: async () => {} }
+  if (r.calibration === '') return plain
+  const models = loadCalibration(r.calibration)
+  if (models.reader !== r.kind) {
+    logger.warn({ calibration: r.calibration, fitFor: models.reader, reader: r.kind }, 'calibration not applied: it was fit on another reader; confidences are the reader\'s own')
+    return plain
   }
   const encoder = await DenseEncoder.shared(models.questionOnly.encoder, config.dense.modelsDir, config.dense.threads, { device: config.dense.device, logger })
   const embed = async (question: string) => (await encoder.encode([question], 'query'))[0]!
   // The cross-encoder verifier reads each candidate in its words (reader/answer-set-decider.ts VerifierPair).
   let verifier: CrossEncoderReranker | undefined
   try {
-    if (models.verifier) verifier = await CrossEncoderReranker.load(config.reader.verifier, { precision: config.reader.precision, device: config.reader.device, threads: config.reader.threads, maxTokens: VERIFIER_TOKENS })
+    if (models.verifier) verifier = await CrossEncoderReranker.load(r.verifier, { precision: r.precision, device: r.device, threads: r.threads, maxTokens: VERIFIER_TOKENS })
   } catch (error) {
     await encoder.close()
     throw error
   }
-  const verify = verifier ? verifier.score.bind(verifier) : undefined
-  const decider = new AnswerSetDecider(models, embed, { minConfidence: config.reader.minConfidence, oneAnswerWhenUnambiguous: config.reader.oneAnswerWhenUnambiguous, maxAnswers: config.reader.maxAnswers }, verify)
+  const decider = new AnswerSetDecider(deciderOptions(r), { models, embed, ...(verifier ? { verify: verifier.score.bind(verifier) } : {}) })
   return { decider, close: async () => { await encoder.close(); await verifier?.close() } }
 }

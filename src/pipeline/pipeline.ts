@@ -25,8 +25,8 @@ export interface PipelineStages {
   openRetriever?: (kind: RetrieverKind) => Promise<Retriever>
   reranker?: Reranker
   reader?: Stage<Reranked, Read>
-  /** Calibrates the reader's answers and decides the set (reader/answer-set-decider); without it
-   * the reader's own probabilities are the confidences. Its time counts as reading. */
+  /** Decides which of the reader's candidates make the set (reader/answer-set-decider.ts): given
+   * whenever a reader is. */
   decider?: Stage<Read, Read>
   disambiguator?: Stage<Read, Disambiguated>
   /** Passages read when a request does not say (config reader.read; its default when not given). */
@@ -80,7 +80,7 @@ export class Pipeline {
   }
 
   get readerAvailable(): boolean {
-    return this.stages.reader !== undefined && this.stages.disambiguator !== undefined
+    return this.stages.reader !== undefined && this.stages.decider !== undefined && this.stages.disambiguator !== undefined
   }
 
   async retrieve(question: string, k: number, kind?: RetrieverKind): Promise<Retrieved> {
@@ -92,8 +92,8 @@ export class Pipeline {
   }
 
   async ask(question: string, options: AskOptions, signal?: AbortSignal): Promise<Disambiguated> {
-    const { reader, disambiguator } = this.stages
-    if (!reader || !disambiguator) throw ERR_READER_UNAVAILABLE('ask', this.stages.readerProblem ?? 'no reader was configured')
+    const { reader, decider, disambiguator } = this.stages
+    if (!reader || !decider || !disambiguator) throw ERR_READER_UNAVAILABLE('ask', this.stages.readerProblem ?? 'no reader was configured')
     const start = performance.now()
     const retrieved = await this.retrieve(question, options.retrieve, options.retriever)
     const reranker = this.stages.reranker ?? passThroughReranker
@@ -101,9 +101,11 @@ export class Pipeline {
     const reranked = await reranker.rerank(retrieved, options.read, signal)
     reranked.timings.rerankMs = performance.now() - t
     t = performance.now()
-    const raw = await reader.run(reranked, signal)
-    const read = this.stages.decider ? await this.stages.decider.run(raw, signal) : raw
-    read.timings.readMs = performance.now() - t
+    const candidates = await reader.run(reranked, signal)
+    candidates.timings.readMs = performance.now() - t
+    t = performance.now()
+    const read = await decider.run(candidates, signal)
+    read.timings.decideMs = performance.now() - t
     t = performance.now()
     const result = options.disambiguate === false ? asAsked(read) : await disambiguator.run(read, signal)
     result.timings.disambiguateMs = performance.now() - t

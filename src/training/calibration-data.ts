@@ -2,7 +2,7 @@
 // - calibration-tune.jsonl: every question of the tuning sets (train/splits/reader-tune.txt, AmbigNQ
 //   train; train/splits/asqa-tune.txt, AmbigNQ dev questions of ASQA outside eval-300; never
 //   eval-300) read by the extractive reader at each of several passage counts, one row per question
-//   and count: every candidate (keep 0) with its features (the reader's and the candidate's own:
+//   and count: every candidate the reader returns with its features (the reader's and the candidate's own:
 //   extractive-reader.ts candidateFeatures) and whether it matches a gold answer (the metric's
 //   normalisation), the reading features, the normalised gold clusters of each annotation (so the
 //   fit can score F1 answer exactly) and the question's embedding;
@@ -63,7 +63,7 @@ export interface CalibrationDataOptions {
   /** Without a retriever and a reader only ambiguity-questions.jsonl is written (the tuning sets'
    * ids are still left out of the train questions). */
   retriever?: Retriever
-  /** Read with keep 0 and a large maxAnswers: every candidate is written, the fit decides. */
+  /** Its candidates (as many as its `candidates` option) are written: the fit decides the set. */
   reader?: ExtractiveReader
   encoder: DenseEncoder
   /** Passages read: each question's top max(reads) are read once, and its candidates written for each n. */
@@ -112,7 +112,7 @@ async function readTuningSets(o: CalibrationDataOptions, retriever: Retriever, r
       const aliases = new Set(golds.flat(2))
       for (const n of o.reads) {
         const reranked = passages.slice(0, n)
-        const answers = reader.answerSet({ question: record.question, passages: reranked }, reader.scoreSpans(readPassages!.slice(0, n)))
+        const answers = reader.candidates({ question: record.question, passages: reranked }, reader.scoreSpans(readPassages!.slice(0, n)))
         const input: Read = { question: record.question, passages, reranked, timings: { retrievalMs: 0, totalMs: 0 }, answers: readAnswers(answers) }
         const features = answerFeatures(input)
         await tuneOut.write({
