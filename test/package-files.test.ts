@@ -13,6 +13,7 @@ import type { BaseRetrieverKind } from '../core/kinds.js'
 import { DEFAULT_LM_BASE_DIR, PROJECT_ROOT } from '../core/paths.js'
 import { isLmFolder } from '../reader/generation/llama-lm.js'
 import { CALIBRATION_FILE } from '../reader/answer-set-decider.js'
+import { PAGE_DIR } from '../src/server/ask-page.js'
 import { prerequisite } from './helpers/prerequisite.js'
 
 /** The model folders the default configuration opens, each with why. */
@@ -36,6 +37,17 @@ function defaultModelFolders(): { why: string; dir: string }[] {
   return folders
 }
 
+let listing: Set<string> | undefined
+/** The files `npm pack` would publish, listed once for the tests here (npm reads every file it lists, the models' too). */
+function packed(): Set<string> {
+  if (!listing) {
+    // --ignore-scripts: listing the files must not rebuild dist/ under the tests that run from it.
+    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: PROJECT_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 })
+    listing = new Set((JSON.parse(out) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path))
+  }
+  return listing
+}
+
 const folders = defaultModelFolders()
 const absent = folders.find((f) => !existsSync(f.dir))
 const skip = prerequisite(absent ? `needs ${relative(PROJECT_ROOT, absent.dir)} (${absent.why}): run scripts/assets for an encoder or lm-base` : false)
@@ -51,10 +63,15 @@ test('npm pack lists every file of every model folder the default configuration 
     return files
   })
   assert.ok(wanted.length > 0)
-  // --ignore-scripts: listing the files must not rebuild dist/ under the tests that run from it.
-  const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: PROJECT_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 })
-  const listed = new Set((JSON.parse(out) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path))
+  const listed = packed()
   assert.ok(listed.size > 0, 'npm pack listed no files')
   const missing = wanted.filter((f) => !listed.has(f))
   assert.deepEqual(missing, [], `package.json "files" leaves out model files the default configuration loads:\n${missing.join('\n')}`)
+})
+
+test('npm pack lists every file of the ask page (assets/page), which `ambigqa serve` reads at start', () => {
+  const page = readdirSync(PAGE_DIR).map((name) => relative(PROJECT_ROOT, join(PAGE_DIR, name)).split(sep).join('/'))
+  assert.ok(page.includes('assets/page/index.html'), `no index.html in ${PAGE_DIR}`)
+  const listed = packed()
+  assert.deepEqual(page.filter((f) => !listed.has(f)), [], 'package.json "files" leaves out the page')
 })

@@ -9,7 +9,7 @@ import { RETRIEVER_CHOICES } from '../../core/kinds.js'
 export function registerServeCommand(program: Command): void {
   program
     .command('serve')
-    .description('serve the GraphQL API (GraphiQL at /graphiql, metrics at /metrics); every flag is also a config key server.* and an AMBIGQA_SERVER_* variable')
+    .description('serve the GraphQL API (the ask page at /, GraphiQL at /graphiql, metrics at /metrics); every flag is also a config key server.* and an AMBIGQA_SERVER_* variable')
     .option('--store <dir>', 'store folder (default: config "store")')
     .option('--retriever <name>', RETRIEVER_CHOICES)
     .option('--host <host>', `address to listen on (default ${defaults.server.host})`)
