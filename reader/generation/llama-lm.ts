@@ -72,6 +72,42 @@ export interface LlamaLmOptions {
   merge?: boolean
 }
 
+/** What `score` gives for one continuation. */
+export interface ContinuationScore {
+  /** Σ log P(token | prefix, the continuation's earlier tokens) over its tokens (natural log). */
+  sum: number
+  /** sum / tokens: length-normalised, so that long answers are not penalised for their length. */
+  mean: number
+  tokens: number
+  /** log P(the next token is one of `ends`' first tokens | prefix + continuation), when `ends` is given. */
+  end?: number
+}
+
+/** What one position's filtered logits give: log P(each asked token) under the full softmax. */
+function logProbabilities(next: { logits?: Map<Token, number>; totalLogitWeight?: number; token?: Token | null } | undefined, asked: readonly Token[]): number[] {
+  // The greedy choice is the top logit, and totalLogitWeight is Σ exp(logit − top): so
+  // log P(t) = logit(t) − top − log Σ. (llama.cpp's `includeMax` filter is not used: in 3.22 it
+  // adds the top token only when it is already listed.)
+  const top = next?.token == null ? undefined : next.logits?.get(next.token)
+  if (top === undefined || next?.totalLogitWeight === undefined) throw new Error('llama.cpp gave no logits for a scored position')
+  const log = Math.log(next.totalLogitWeight)
+  return asked.map((t) => {
+    const logit = next.logits!.get(t)
+    if (logit === undefined) throw new Error(`llama.cpp gave no logit for token ${t}`)
+    return logit - top - log
+  })
+}
+
+/** The controlled-evaluation item that asks for `tokens`' logits after `token` (and the greedy top, see logProbabilities). */
+function asking(token: Token, tokens: readonly Token[]): [Token, { generateNext: { token: true; totalLogitWeight: true; logits: { filter: { tokens: readonly Token[]; includeSelected: true } }; options: { temperature: 0 } } }] {
+  return [token, { generateNext: { token: true, totalLogitWeight: true, logits: { filter: { tokens, includeSelected: true } }, options: { temperature: 0 } } }]
+}
+
+const logSumExp = (xs: readonly number[]): number => {
+  const m = Math.max(...xs)
+  return m === -Infinity ? m : m + Math.log(xs.reduce((s, x) => s + Math.exp(x - m), 0))
+}
+
 /**
  * The base with the adapter merged in, made on first use and kept beside the bases under a name
  * of both files' sha256, so a new adapter or base gets a file of its own. Each process writes its
@@ -116,8 +152,31 @@ export async function openLlama(logger?: Logger): Promise<Llama> {
 export class LlamaLm {
   private turn: Promise<unknown> = Promise.resolve()
 
-  private constructor(readonly spec: LmFolder, private readonly llama: Llama, private readonly model: LlamaModel,
+  /** `spec`: undefined for a pretrained model served as it is (loadBase). */
+  private constructor(readonly spec: LmFolder | undefined, private readonly llama: Llama, private readonly model: LlamaModel,
     private readonly context: LlamaContext, private readonly sequence: LlamaContextSequence, private readonly lookahead: number) {}
+
+  /**
+   * A pretrained GGUF with no adapter (the knowledge check reads what the model learnt in
+   * pretraining). `sha256`, when given, must be the file's: a different file would score otherwise.
+   */
+  static async loadBase(path: string, options: Pick<LlamaLmOptions, 'threads' | 'logger'> & { sha256?: string; fetch?: string } = {}): Promise<LlamaLm> {
+    const fetch = options.fetch ?? FETCH_BASE
+    if (!existsSync(path)) throw ERR_MODEL_MISSING(path, fetch)
+    if (options.sha256 !== undefined) {
+      const digest = await sha256(path)
+      if (digest !== options.sha256) throw ERR_MODEL_INVALID(path, `sha256 ${digest} is not the pinned ${options.sha256}`, `Fetch it again with \`${fetch}\``)
+    }
+    const llama = await openLlama(options.logger)
+    try {
+      const model = await llama.loadModel({ modelPath: path })
+      const context = await model.createContext({ contextSize: 2048, threads: options.threads ?? 2 })
+      return new LlamaLm(undefined, llama, model, context, context.getSequence(), 0)
+    } catch (e) {
+      await llama.dispose()
+      throw e
+    }
+  }
 
   static async load(dir: string, options: LlamaLmOptions = {}): Promise<LlamaLm> {
     const spec = readLmFolder(dir)
@@ -156,7 +215,63 @@ export class LlamaLm {
 
   /** Refuses a model folder trained for another task than the caller's. */
   expectTask(task: LmFolder['task'], caller: string): void {
-    if (this.spec.task !== task) throw new Error(`${caller}: the model folder is trained for ${this.spec.task}, not ${task}`)
+    if (this.spec?.task !== task) throw new Error(`${caller}: the model folder is trained for ${this.spec?.task ?? 'nothing (a pretrained model)'}, not ${task}`)
+  }
+
+  /**
+   * log P(continuation | BOS + prefix) for each continuation, its tokens forced after the one
+   * shared prefix: the prefix is read once (and only its last token where the context already
+   * holds it: a fixed prefix is read once per process), each continuation read after it in one
+   * batch of its own and erased after. The prefix and each continuation are tokenized apart and
+   * the ids concatenated, as lm-prompt.ts feeds segments. `ends`: texts whose first tokens may
+   * follow a continuation (a separator, a newline); their summed probability after it is `end`.
+   * Calls take turns with `lines`.
+   *
+   * One continuation a batch, not several continuations on copies of the prefix's cache in one
+   * batch (node-llama-cpp copies a sequence's cache, internally): that was 1.5x faster on a busy
+   * machine, but a continuation's log probability then moved with its companions (by up to 0.22
+   * nats measured: llama.cpp's CPU kernels round by the batch's shape, cause not isolated). Here
+   * it depends only on the prefix and itself.
+   */
+  async score(prefix: string, continuations: readonly string[], options: { ends?: readonly string[]; signal?: AbortSignal } = {}): Promise<ContinuationScore[]> {
+    const run = this.turn.then(() => this.scoreNow(prefix, continuations, options.ends ?? [], options.signal))
+    this.turn = run.catch(() => undefined)
+    return run
+  }
+
+  private async scoreNow(prefix: string, continuations: readonly string[], ends: readonly string[], signal?: AbortSignal): Promise<ContinuationScore[]> {
+    signal?.throwIfAborted()
+    const bos = this.model.tokens.bos
+    const prompt = [...(bos === null ? [] : [bos]), ...this.tokenize(prefix)]
+    if (prompt.length === 0) throw new Error('score: an empty prefix with no BOS token has nothing to condition on')
+    const pieces = continuations.map((c) => this.tokenize(c))
+    const endTokens = [...new Set(ends.map((e) => this.tokenize(e)[0]).filter((t): t is Token => t !== undefined))]
+    const firsts = [...new Set(pieces.map((p) => p[0]).filter((t): t is Token => t !== undefined))]
+    // The prefix: what the context already holds of it stays, the rest is read, its last token
+    // asked for every continuation's first token.
+    const { firstDifferentIndex } = this.sequence.compareContextTokens(prompt)
+    const keep = Math.min(firstDifferentIndex, prompt.length - 1)
+    if (this.sequence.nextTokenIndex > keep) await this.sequence.eraseContextTokenRanges([{ start: keep, end: this.sequence.nextTokenIndex }])
+    const rest = prompt.slice(this.sequence.nextTokenIndex)
+    const read = await this.sequence.controlledEvaluate(rest.map((t, i) => (i === rest.length - 1 ? asking(t, firsts) : t)))
+    const firstLogs = logProbabilities(read[rest.length - 1]?.next, firsts)
+    const first = new Map(firsts.map((t, i) => [t, firstLogs[i]!]))
+    const scores: ContinuationScore[] = []
+    for (const tokens of pieces) {
+      signal?.throwIfAborted()
+      if (tokens.length === 0) {
+        scores.push({ sum: 0, mean: 0, tokens: 0 })
+        continue
+      }
+      const start = this.sequence.nextTokenIndex
+      const out = await this.sequence.controlledEvaluate(tokens.map((t, i) => (i < tokens.length - 1 ? asking(t, [tokens[i + 1]!]) : endTokens.length > 0 ? asking(t, endTokens) : t)))
+      await this.sequence.eraseContextTokenRanges([{ start, end: this.sequence.nextTokenIndex }])
+      let sum = first.get(tokens[0]!)!
+      for (let i = 0; i < tokens.length - 1; i++) sum += logProbabilities(out[i]?.next, [tokens[i + 1]!])[0]!
+      const end = endTokens.length > 0 ? logSumExp(logProbabilities(out[tokens.length - 1]?.next, endTokens)) : undefined
+      scores.push({ sum, mean: sum / tokens.length, tokens: tokens.length, ...(end === undefined ? {} : { end }) })
+    }
+    return scores
   }
 
   /**
