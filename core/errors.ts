@@ -116,8 +116,9 @@ export const ERR_STORE_INCOMPLETE = createError(
   503,
   (dir: string, state: string) =>
     `the passage store at ${dir} is not ready (${state}): a build was interrupted or failed. ` +
-    `Run the same \`ambigqa index build\` again to resume it`,
-  { meaning: 'The store\'s build was interrupted or failed, so it cannot be searched yet.', fix: 'Run the same `ambigqa index build` again: it resumes.' },
+    `Run the same \`ambigqa index build\` again to resume it, or, when the store was ready before that build, ` +
+    `\`ambigqa index rollback --store ${dir}\` to go back to what it served`,
+  { meaning: 'The store\'s build was interrupted or failed, so it cannot be searched yet.', fix: 'Run the same `ambigqa index build` again: it resumes. A store that was ready before the build (an append by an older version) goes back to what it served with `ambigqa index rollback --store <dir>`.' },
 )
 
 export const ERR_STORE_CORRUPT = createError(
@@ -186,13 +187,27 @@ export function isAmbigqaError(err: unknown): err is AmbigqaError {
   return err instanceof AmbigqaError
 }
 
+/** `fix`: what undoes the unfinished build (an append's rollback; else deleting what it built). */
 export const ERR_SOURCE_CHANGED = createError(
   'SOURCE_CHANGED',
   409,
-  (path: string, dir: string) =>
+  (path: string, dir: string, fix?: string) =>
     `source ${path} changed since an unfinished build of ${dir} started reading it, so the build cannot resume. ` +
-    `Delete ${dir} and build again`,
-  { meaning: 'The source changed since an unfinished build started reading it, so the build cannot resume.', fix: 'Delete the store folder and build again.' },
+    (fix ?? `Delete ${dir} and build again`),
+  {
+    meaning: 'The source changed since an unfinished build started reading it, so the build cannot resume.',
+    fix: 'For an append to a store that was ready, `ambigqa index rollback --store <dir>` drops the unfinished append (the store keeps serving what it had), then build again; for a store\'s first build or an Elasticsearch index, delete it and build again.',
+  },
+)
+
+/** An append to a ready store was left unfinished (staged beside it, never published) and cannot go on as asked (`problem` says why). */
+export const ERR_APPEND_UNFINISHED = createError(
+  'APPEND_UNFINISHED',
+  409,
+  (dir: string, problem: string) =>
+    `${problem}. Run the build of its sources again to finish it, or drop it with \`ambigqa index rollback --store ${dir}\`; ` +
+    'the store serves what it had meanwhile',
+  { meaning: 'An earlier append to the store failed or was interrupted; its passages are staged beside the store, unpublished, and a build of other sources cannot start until it is finished or dropped.', fix: 'Run the build of the sources the message names again (it resumes), or `ambigqa index rollback --store <dir>` to drop the append.' },
 )
 
 /** A predictions file for `ambigqa score` that cannot be scored; `problem` names the ids or the JSON position. */
@@ -375,7 +390,7 @@ export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_USAGE, ERR_CONFIG_INVALID, ERR_CONFIG_FILE, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_EMPTY,
   ERR_SOURCE_FORMAT_UNKNOWN, ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED, ERR_STORE_NOT_FOUND,
   ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_JOB_BUSY, ERR_COTRAIN_CONFIG, ERR_QUESTIONS_FILE, ERR_DATA_MISSING, ERR_TRAINING_DATA,
-  ERR_INTERNAL, ERR_SOURCE_CHANGED,
+  ERR_INTERNAL, ERR_SOURCE_CHANGED, ERR_APPEND_UNFINISHED,
   ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID,
   ERR_MODEL_MISSING, ERR_VECTORS_MISSING, ERR_ANN_INDEX, ERR_MODEL_INVALID, ERR_OUTPUT_UNWRITABLE,
   ERR_ARGUMENT_INVALID, ERR_RETRIEVER_UNAVAILABLE, ERR_JOBS_DISABLED, ERR_UNAUTHORIZED, ERR_PATH_NOT_ALLOWED, ERR_HOST_NOT_ALLOWED,

@@ -13,15 +13,16 @@ export interface IndexProgress {
   total: number
 }
 
-/** Indexes every passage not yet in a segment. Returns how many it indexed. */
+/** Indexes every passage not yet in a segment. Returns how many it indexed. `after`: rows up to
+ * it belong to another store (an append's staging continues the rowids of the store it joins). */
 export async function indexPendingPassages(
   store: PassageStore,
-  options: { segmentSize: number; workers: number },
+  options: { segmentSize: number; workers: number; after?: number },
   onProgress: (progress: IndexProgress) => void = () => {},
 ): Promise<number> {
   const db = store.db
   const one = (sql: string) => (db.prepare(sql).get() as { n: number | null }).n
-  const last = one('SELECT max(last_rowid) AS n FROM segments') ?? 0
+  const last = one('SELECT max(last_rowid) AS n FROM segments') ?? options.after ?? 0
   const maxRowid = one('SELECT max(rowid) AS n FROM passages') ?? 0
   const total = maxRowid - last
   if (total <= 0) return 0

@@ -44,10 +44,10 @@ export function buildSource(spec: SourceSpec): BuildSource {
  * Where to read the source from, given what the build kept of it (`target` names the store or
  * index, for the error): undefined when it is already done (a file changed since is said, not
  * read again: the finished store stays as built), AMBIGQA_ERR_SOURCE_CHANGED when the file changed
- * under an unfinished build (the rest of it cannot follow what was read), else the point after its
- * last committed batch (the start for a new one).
+ * under an unfinished build (the rest of it cannot follow what was read; `changedFix` says what
+ * undoes that build), else the point after its last committed batch (the start for a new one).
  */
-export function resumePoint(source: BuildSource, kept: KeptPosition | undefined, target: string, log: Logger): ResumePoint | undefined {
+export function resumePoint(source: BuildSource, kept: KeptPosition | undefined, target: string, log: Logger, changedFix?: string): ResumePoint | undefined {
   const changed = kept !== undefined && kept.fingerprint !== source.fingerprint
   if (kept?.done) {
     // A copy of the same data (a re-provisioned folder) has a new mtime: a finished store stays usable.
@@ -55,7 +55,7 @@ export function resumePoint(source: BuildSource, kept: KeptPosition | undefined,
     else log.info({ source: source.path }, 'source already indexed, skipping')
     return undefined
   }
-  if (changed) throw ERR_SOURCE_CHANGED(source.path, target)
+  if (changed) throw ERR_SOURCE_CHANGED(source.path, target, changedFix)
   if (!kept) return { records: 0 }
   const from: ResumePoint = { records: kept.records, ...(kept.byteOffset != null ? { byteOffset: kept.byteOffset } : {}), ...(kept.line != null ? { line: kept.line } : {}) }
   if (from.records > 0) log.info({ source: source.path, records: from.records }, 'resuming an interrupted build')

@@ -80,6 +80,19 @@ export class PassageStore {
 
   /** Opens (creating if needed) a store to build into; takes the build lock. */
   static openForBuild(dir: string): PassageStore {
+    const store = PassageStore.openForWrite(dir)
+    try {
+      store.setState('building')
+    } catch (err) {
+      store.close()
+      throw err
+    }
+    return store
+  }
+
+  /** Opens (creating if needed) a store to write under the build lock, its state left as it is:
+   * a ready store takes an append beside it (index/append.ts) and stays ready while it runs. */
+  static openForWrite(dir: string): PassageStore {
     const abs = resolve(dir)
     mkdirSync(abs, { recursive: true })
     const lockPath = join(abs, LOCK_FILE)
@@ -98,7 +111,6 @@ export class PassageStore {
       if (analyzer !== undefined && analyzer !== ANALYZER_VERSION) throw ERR_STORE_CORRUPT(abs, `built with analyzer ${analyzer}, this program uses ${ANALYZER_VERSION}`)
       store.setMeta('schema_version', SCHEMA_VERSION)
       store.setMeta('analyzer', ANALYZER_VERSION)
-      store.setState('building')
       return store
     } catch (err) {
       releasePidLock(lockPath)
