@@ -1,6 +1,7 @@
 import type { Command } from 'commander'
 import { buildElasticsearchIndex } from '../../index/build-elasticsearch.js'
 import { buildIndex } from '../../index/build-index.js'
+import { readStagedAppend, rollbackStore } from '../../index/append.js'
 import type { SourceSpec } from '../../index/resume.js'
 import { encodeElasticsearch } from '../../index/encode-elasticsearch.js'
 import { isSourceFormat, SOURCE_FORMATS } from '../../index/formats.js'
@@ -140,6 +141,22 @@ export function registerIndexCommands(program: Command): void {
     })
 
   index
+    .command('rollback')
+    .description('drop an unfinished append (a build of new sources into a ready store that failed or was killed): the store keeps serving what it had')
+    .option('--store <dir>', 'store folder (default: config "store")')
+    .option('--json', 'print JSON')
+    .action((opts, command: Command) => {
+      const ctx = contextFor(command, { store: opts.store })
+      const r = rollbackStore(ctx.config.store, ctx.log)
+      if (opts.json) ctx.out(JSON.stringify(r))
+      else if (r.undone === 'nothing') ctx.out(`store ${ctx.config.store}: nothing to roll back (${r.passages.toLocaleString('en-US')} passages, ready)`)
+      else {
+        ctx.out(`store ${ctx.config.store}: dropped the unfinished ${r.undone === 'append' ? 'append' : 'build'} of ${r.sources.join(', ') || 'no source'} ` +
+          `(${r.dropped.toLocaleString('en-US')} passages); it serves its ${r.passages.toLocaleString('en-US')} passages as before`)
+      }
+    })
+
+  index
     .command('stats')
     .description('passage count, content checksum, index size and sources of a store')
     .option('--store <dir>', 'store folder (default: config "store")')
@@ -156,8 +173,10 @@ export function registerIndexCommands(program: Command): void {
           throw asStoreError(err, store.dir)
         }
         const check = opts.verify ? checkStore(store, 'full') : undefined
+        const staged = readStagedAppend(store.dir, store.meta('append_published'))
+        const append = staged && !staged.published ? { passages: staged.passages, sources: staged.sources } : undefined
         if (opts.json) {
-          ctx.out(JSON.stringify(check ? { ...stats, verify: check } : stats))
+          ctx.out(JSON.stringify({ ...stats, ...(append ? { append } : {}), ...(check ? { verify: check } : {}) }))
         } else {
           ctx.out(`store      ${store.dir}`)
           ctx.out(`state      ${stats.state}`)
@@ -168,6 +187,10 @@ export function registerIndexCommands(program: Command): void {
           ctx.out(`postings   ${stats.postings}`)
           ctx.out(`size       ${(stats.bytes / 2 ** 20).toFixed(1)} MiB`)
           for (const s of stats.sources) ctx.out(`source     ${s.path} (${s.format}): ${s.passages} passages, ${s.skipped} skipped${s.done ? '' : ', unfinished'}`)
+          if (append) {
+            ctx.out(`append     unfinished, not served: ${append.passages} passages staged from ${append.sources.map((s) => s.path).join(', ')} ` +
+              `(the same build resumes it; ambigqa index rollback --store ${store.dir} drops it)`)
+          }
           if (check) ctx.out(`verify     ${check.ok ? 'ok' : `${check.problems.length} problems`} (${(check.ms / 1000).toFixed(1)} s)`)
         }
         if (check && !check.ok) throw ERR_STORE_CORRUPT(store.dir, check.problems.join('; '))
