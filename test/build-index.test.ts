@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
@@ -53,9 +53,10 @@ test('a source changed after its build finished is said and kept; under an unfin
   assert.equal(warnings.length, 1)
   assert.match(warnings[0]!, /source changed since it was indexed/)
   assert.equal(stats(store).passages, 2)
-  // The same change under an unfinished build cannot resume.
+  // The same change under an unfinished first build cannot resume.
   const db = new Database(join(store, 'passages.sqlite'))
   db.prepare('UPDATE sources SET done = 0').run()
+  db.prepare("UPDATE meta SET value = 'building' WHERE key = 'state'").run()
   db.close()
   utimesSync(path, new Date(), new Date(Date.now() + 120_000))
   await assert.rejects(buildIndex(options(store, path)), (e: { code?: string }) => e.code === 'AMBIGQA_ERR_SOURCE_CHANGED')
@@ -129,7 +130,7 @@ test('a build killed with SIGKILL, then run again, equals an uninterrupted build
   assert.deepEqual(hitsB, hitsA)
 })
 
-test('a bad record stops the build with the file and line, leaves the store unusable, and skip mode counts it', async () => {
+test('a bad record stops the build with the file and line (before the store is made when it is among the first), a first build resumes skipping it, and skip mode counts it', async () => {
   const dir = tmp()
   const path = join(dir, 'bad.tsv')
   writeFileSync(path, 'id\ttext\ttitle\n1\tthe first passage\tOne\n2\tbroken row\n3\tthe third passage\tThree\n')
@@ -137,9 +138,22 @@ test('a bad record stops the build with the file and line, leaves the store unus
   const failed = await runCli(['index', 'build', '--source', path, '--store', store])
   assert.equal(failed.code, 1)
   assert.match(failed.stderr, /AMBIGQA_ERR_SOURCE_MALFORMED: .*bad\.tsv, line 3: expected 3 tab-separated fields/)
+  assert.ok(!existsSync(store), 'the source was read at its start before anything was written')
+
+  // Past the start that is read first: the first build stops there, unusable, and resumes.
+  const late = join(dir, 'late.tsv')
+  const rows = Array.from({ length: 1500 }, (_, i) => (i === 1200 ? `${i}\tbroken row` : `${i}\tpassage number ${i}\tTitle ${i}`))
+  writeFileSync(late, `id\ttext\ttitle\n${rows.join('\n')}\n`)
+  const stopped = await runCli(['index', 'build', '--source', late, '--store', store, '--batch-size', '100'])
+  assert.equal(stopped.code, 1)
+  assert.match(stopped.stderr, /AMBIGQA_ERR_SOURCE_MALFORMED: .*late\.tsv, line 1202: expected 3 tab-separated fields/)
   assert.equal(stats(store).state, 'building')
   const stats1 = await runCli(['index', 'stats', '--store', store])
   assert.match(stats1.stdout, /state\s+building/)
+  const resumed = await runCli(['index', 'build', '--source', late, '--store', store, '--on-error', 'skip', '--json'])
+  assert.equal(resumed.code, 0, resumed.stderr)
+  assert.deepEqual(stats(store).sources.map((s) => ({ passages: s.passages, skipped: s.skipped, done: s.done })), [{ passages: 1499, skipped: 1, done: true }])
+  assert.equal(stats(store).state, 'ready')
 
   const skipped = await runCli(['index', 'build', '--source', path, '--store', join(dir, 'skip'), '--on-error', 'skip', '--json'])
   assert.equal(skipped.code, 0, skipped.stderr)
@@ -199,7 +213,8 @@ test('index build from a multistream .xml.bz2 dump of real articles; a truncated
   const failed = await runCli(['index', 'build', '--source', truncated, '--store', join(dir, 'cut')])
   assert.equal(failed.code, 1)
   assert.match(failed.stderr, /AMBIGQA_ERR_SOURCE_TRUNCATED: .*cut\.xml\.bz2 is truncated or corrupt at byte \d+/)
-  assert.equal(stats(join(dir, 'cut')).state, 'building')
+  // Fewer passages than a build reads before it writes: found before the store was made.
+  assert.ok(!existsSync(join(dir, 'cut')))
 })
 
 test('one writer per store: a second writer in the same process or in another one is refused with STORE_BUSY, and the store is free again once closed', async () => {
