@@ -6,7 +6,7 @@
 // the server goes in through textContent, never as HTML.
 'use strict';
 (function () {
-  var ANSWERS_QUERY = 'query Answers($q: String!) { ask(question: $q) { question ambiguous ambiguity found answers { answer confidence evidence { id title text } } passages { id title text score } } }';
+  var ANSWERS_QUERY = 'query Answers($q: String!) { ask(question: $q) { question ambiguous ambiguity answers { answer confidence evidence { id title text } } passages { id title text score } } }';
   var REWRITES_QUERY = 'query Rewrites($q: String!) { ask(question: $q) { answers { answer question rewritten } } }';
 
   var byId = function (id) { return document.getElementById(id); };
