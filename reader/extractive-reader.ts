@@ -17,7 +17,7 @@ import type { Device } from '../core/onnx-session.js'
 import { Seq2SeqTokenizer } from './generation/seq2seq-tokenizer.js'
 import type { PredictedAnswer, ReadingQuestion } from './types.js'
 import { WorkerSession } from '../core/worker-session.js'
-import { WordPieceCache, type PiecedText } from './word-pieces.js'
+import { WordPieceCache, type PiecedText, type Word } from './word-pieces.js'
 
 const HOW_TO_BUILD = 'scripts/train-defaults (or: ambigqa train export extractive <checkpoint> <out>)'
 const OUTPUTS = ['start_logits', 'end_logits', 'relevance_logits'] as const
@@ -67,7 +67,8 @@ export const defaultExtractiveOptions: ExtractiveOptions = {
  */
 export interface ScoredSpan { passage: number; start: number; end: number; text: string; score: number; local: number; inPassage: number; relevance: number; passageLogProb: number }
 
-interface Input { ids: number[]; typeIds: number[]; pieced: PiecedText; passageStart: number }
+/** titleLength: where the title ends in `pieced.text` (`title: text`). */
+interface Input { ids: number[]; typeIds: number[]; pieced: PiecedText; passageStart: number; titleLength: number }
 
 /**
  * How the encoder writes a question and a passage as one input (its tokenizer's pair template,
@@ -158,7 +159,7 @@ export class ExtractiveReader {
     const pieced = this.pieces.encode(`${passage.title}: ${passage.text}`, Math.max(0, this.options.maxInputTokens - passageStart - 1))
     const ids = [this.cls, ...q, ...seps, ...pieced.ids, this.sep]
     const typeIds = ids.map((_, i) => (i < passageStart ? 0 : 1))
-    return { ids, typeIds, pieced, passageStart }
+    return { ids, typeIds, pieced, passageStart, titleLength: passage.title.length }
   }
 
   async read(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<PredictedAnswer[][]> {
@@ -244,6 +245,10 @@ export class ExtractiveReader {
     const spans: ScoredSpan[] = []
     inputs.forEach((x, p) => {
       const l = logits[p]!
+      // The passage reads `title: text`: a span lies in the title or in the text, never across the
+      // separator (a span from a title into a text that opens with it read "Dominic Janes Dominic Janes").
+      const titleEnd = x.titleLength
+      const oneField = (first: Word, last: Word) => last.end <= titleEnd || first.start > titleEnd
       // The passage's own normalisers: a second answer in another passage is that passage's best
       // span however little probability the joint softmax leaves it.
       const localNorm = logSumExpOver([x], [l], (v) => v.start, startOk) + logSumExpOver([x], [l], (v) => v.end, endOk) - startNorm - endNorm
@@ -257,6 +262,7 @@ export class ExtractiveReader {
             const words = x.pieced.words
             const first = words[x.pieced.wordOf[i - x.passageStart]!]!
             const last = words[x.pieced.wordOf[j - x.passageStart]!]!
+            if (!oneField(first, last)) continue
             const local = score - passageLp[p]! - localNorm
             best.push({ passage: p, start: first.start, end: last.end, text: x.pieced.text.slice(first.start, last.end), score, local, inPassage: 0, relevance: l.relevance, passageLogProb: passageLp[p]! })
             best.sort((a, b) => b.score - a.score)

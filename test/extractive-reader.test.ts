@@ -117,6 +117,31 @@ test('the shipped int8 reader scores a question the same alone and beside others
   }
 })
 
+test('a span lies in the title or in the text, never across (the demo store\'s "Dominic Janes" passage)', { skip: fixture.skip }, () => {
+  // assets/demo/passages.tsv.gz, id 9363987: the text opens with its own title, and a span from the
+  // title's first word to the text's second read "Dominic Janes Dominic Janes".
+  const janes = { id: '9363987', title: 'Dominic Janes', score: 1, text: 'Dominic Janes (born February 11, 1994) is an American actor. Born Dominic Roque Janes Centorbi in Tucson, Arizona, Janes has had recurring roles in "ER", as Alex Taggart.' }
+  const input = reader.input('Who plays the doctor in dexter season 1?', janes)
+  const words = input.pieced.words.map((w) => input.pieced.text.slice(w.start, w.end))
+  assert.deepEqual(words.slice(0, 5), ['Dominic', 'Janes', ':', 'Dominic', 'Janes'])
+  // Logits that favour starting at the title's first word and ending at the text's "Janes" above all.
+  const at = (word: number, last = false) => input.passageStart + input.pieced.wordOf.reduce((found, w, k) => (w === word && (last || found < 0) ? k : found), -1)
+  const start = new Float32Array(input.ids.length)
+  const end = new Float32Array(input.ids.length)
+  start[at(0)] = 9
+  end[at(4, true)] = 9
+  start[at(3)] = 5
+  end[at(1, true)] = 5
+  const spans = reader.scoreSpans([{ input, logits: { start, end, relevance: 0, length: input.ids.length } }])
+  assert.ok(spans.length > 0)
+  const cut = janes.title.length
+  for (const s of spans) assert.ok(s.end <= cut || s.start > cut + 1, `"${s.text}" (${s.start}-${s.end}) crosses the title's end at ${cut}`)
+  const answers = reader.candidates({ question: 'q', passages: [janes] }, spans).map((a) => a.answer)
+  // The title and its echo at the text's start are one answer, the first.
+  assert.equal(answers[0], 'Dominic Janes')
+  assert.equal(answers.filter((a) => a === 'Dominic Janes').length, 1)
+})
+
 test('candidates: spans merged by normalised text, best first, with evidence; at most `candidates`', { skip: fixture.skip }, () => {
   const item = { question: 'q', passages: [{ id: 'a', title: 'A', text: 'the Oakland Athletics won', score: 1 }, { id: 'b', title: 'B', text: 'Oakland Athletics and Giants', score: 1 }] }
   const span = (passage: number, text: string, p: number): ScoredSpan => ({ passage, start: 0, end: 0, text, score: Math.log(p), local: Math.log(p), inPassage: 0, relevance: 0, passageLogProb: 0 })
