@@ -31,7 +31,7 @@ async function app(limits: Partial<ServerLimits> = {}, using = pipeline): Promis
 
 async function gql(instance: FastifyInstance, query: string, variables?: object) {
   const response = await instance.inject({ method: 'POST', url: '/graphql', body: { query, variables } })
-  return { status: response.statusCode, body: response.json() as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] } }
+  return { status: response.statusCode, headers: response.headers, body: response.json() as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] } }
 }
 
 test('search returns real BM25 passages, passage(id) fetches one, health reports the store up and the missing reader down', async () => {
@@ -242,6 +242,7 @@ test('a request the queue cannot serve before its deadline is refused at the doo
   for (const r of refused) {
     assert.equal(r.status, 503)
     assert.match(r.body.errors![0]!.message, /would not leave this one time to finish before its deadline/)
+    assert.ok(Number(r.headers['retry-after']) >= 1, `Retry-After: ${r.headers['retry-after']}`)
   }
   await instance.close()
 })

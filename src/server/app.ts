@@ -16,7 +16,7 @@ import { standardProbes, type DependencyProbe } from './health.js'
 import { allowedHostnames, hostnameOf } from './host-check.js'
 import type { JobAccess } from './job-access.js'
 import { Jobs, type CoTrainingRunner } from './jobs.js'
-import { Limiter } from './limiter.js'
+import { Limiter, type Refusal } from './limiter.js'
 import { disambiguates } from './selection.js'
 import { defaultLimits, type ServerLimits } from './limits.js'
 import { queryCostRule } from './query-cost.js'
@@ -113,7 +113,7 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
   // of both would refuse the cheap ones and admit too many dear ones). Whether a call runs it is
   // decided here once and handed to both the limiter and the resolver.
   const guarded = <A, R>(field: string, limit: 'none' | 'field' | 'rewrites apart', body: (ctx: ResolverContext, args: A, call: Call) => Promise<R> | R) =>
-    async (_root: unknown, args: A, context?: { reply?: { raw?: ServerResponse; request?: { headers: IncomingHttpHeaders } } }, info?: GraphQLResolveInfo): Promise<R> => {
+    async (_root: unknown, args: A, context?: { reply?: { raw?: ServerResponse; request?: { headers: IncomingHttpHeaders }; header?: (name: string, value: string) => unknown } }, info?: GraphQLResolveInfo): Promise<R> => {
       const end = latency.startTimer({ field })
       try {
         const disambiguate = disambiguates(info)
@@ -130,6 +130,9 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
       } catch (error) {
         const coded = asStoreError(error, options.passages.name)
         requests.inc({ field, outcome: coded instanceof AmbigqaError ? coded.code : 'error' })
+        // A refusal at the door says when the limiter expects room (HTTP 503 with Retry-After).
+        const retryAfter = (coded as Partial<Refusal>).retryAfterSeconds
+        if (retryAfter !== undefined) context?.reply?.header?.('retry-after', String(retryAfter))
         throw toGraphqlError(coded, options.passages.name)
       } finally {
         end()
