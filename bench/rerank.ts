@@ -45,7 +45,7 @@ for (const [i, q] of questions.entries()) {
   const passages = await retriever.search(q.question, k)
   before.push(asText(passages))
   const started = performance.now()
-  const { reranked } = await reranker.rerank({ question: q.question, passages, timings: { retrievalMs: 0, totalMs: 0 } }, k)
+  const { reranked } = await reranker.run({ question: q.question, retrieve: passages.length, read: k, passages, timings: { retrievalMs: 0, totalMs: 0 } })
   ms.push(performance.now() - started)
   after.push(asText(reranked))
   MIX.forEach((w, m) => mixed[m]!.push(asText(fuse([passages, reranked], { kind: 'weighted', weights: [1 - w, w] }))))

@@ -1,6 +1,6 @@
 // The contracts between the pipeline's stages (retriever → reranker → reader → question
 // disambiguation), here so that the libraries implement them without importing the app.
-import type { RetrievedPassage } from './retriever.js'
+import type { QueryVector, RetrievedPassage } from './retriever.js'
 
 export interface StageTimings {
   retrievalMs: number
@@ -11,7 +11,11 @@ export interface StageTimings {
   totalMs: number
 }
 
-export interface Retrieved { question: string; passages: RetrievedPassage[]; timings: StageTimings }
+/** What a request asks of the pipeline: its question, passages to retrieve and to read. */
+export interface Asked { question: string; retrieve: number; read: number }
+/** query: the question's vector, when the retriever embedded one (a later stage reads it instead of embedding again). */
+export interface Retrieved extends Asked { passages: RetrievedPassage[]; query?: QueryVector; timings: StageTimings }
+/** reranked: the `read` passages the reader reads, in their reading order. */
 export interface Reranked extends Retrieved { reranked: RetrievedPassage[] }
 /** readerProbability: the reader's own probability, kept when a calibrator replaced it as confidence. */
 /** features: the reader's scores of the answer beside its probability, when it gives them (the extractive reader's candidateFeatures). */
@@ -41,9 +45,3 @@ export function asAsked(read: Read): Disambiguated {
 
 /** A stage: the previous stage's output in, the same plus one thing out. */
 export interface Stage<In, Out> { readonly name: string; run(input: In, signal?: AbortSignal): Promise<Out> }
-
-/** Reorders the retrieved passages and keeps the `read` best for the reader. */
-export interface Reranker {
-  readonly name: string
-  rerank(input: Retrieved, read: number, signal?: AbortSignal): Promise<Reranked>
-}

@@ -211,7 +211,8 @@ export interface DeciderOptions {
 }
 
 /** What a calibrated decider verifies with: calibration.json's models, the question's embedding by
- * their encoder, and the cross-encoder verifier when the models stack one. */
+ * their encoder (used when the retriever did not hand on its own vector by that encoder), and the
+ * cross-encoder verifier when the models stack one. */
 export interface Calibration { models: CalibrationModels; embed: EmbedQuestion; verify?: VerifyAnswers }
 
 /**
@@ -268,7 +269,9 @@ export class AnswerSetDecider implements Stage<Read, Read> {
     }
     const confidences = logits.map(sigmoid)
     const calibrated: ReadAnswer[] = read.answers.map((a, i) => ({ ...a, confidence: confidences[i]!, readerProbability: a.confidence }))
-    const byQuestion = this.questionLogit!(Array.from(await calibration.embed(read.question)), read.question)
+    // The retriever's vector of the question when it embedded it with the same encoder.
+    const embedding = read.query?.encoder === models.questionOnly.encoder ? read.query.vector : await calibration.embed(read.question)
+    const byQuestion = this.questionLogit!(Array.from(embedding), read.question)
     const ambiguity = sigmoid(logit(models.ambiguity, named(models.ambiguity, readingFeatures(read, byQuestion, confidences))))
     const ranked = calibrated.sort((a, b) => b.confidence - a.confidence)
     const size = isAmbiguous(ambiguity) || !options.oneAnswerWhenUnambiguous ? options.maxAnswers : 1

@@ -32,7 +32,7 @@ export class QuestionDisambiguation implements Stage<Read, Disambiguated> {
   private constructor(readonly disambiguator: Disambiguator, private readonly model: { close(): Promise<void> },
     /** The seq2seq model it runs on, when it is one: SpanSeqGen reads with it when its folder is the same. */
     readonly seq2seq: Seq2SeqModel | undefined, maxBatch: number) {
-    this.queue = new BatchQueue((items) => disambiguator.disambiguate(items), maxBatch)
+    this.queue = new BatchQueue((items, signal) => disambiguator.disambiguate(items, signal), maxBatch)
   }
 
   static async open(settings: DisambiguationSettings, logger?: Logger): Promise<QuestionDisambiguation> {

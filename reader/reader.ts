@@ -42,7 +42,7 @@ export class Reader implements Stage<Reranked, Read> {
   private readonly queue: BatchQueue<ReadingQuestion, PredictedAnswer[]>
 
   private constructor(readonly answerReader: SpanSeqGen | LmSpanReader | ExtractiveReader | ExtractiveCommittee, private readonly owned: { close(): Promise<void> } | undefined, maxBatch: number) {
-    this.queue = new BatchQueue((items) => answerReader.read(items), maxBatch)
+    this.queue = new BatchQueue((items, signal) => answerReader.read(items, signal), maxBatch)
   }
 
   /** `shared`: a seq2seq model already loaded (question disambiguation's) that SpanSeqGen reads

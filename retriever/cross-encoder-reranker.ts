@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { Tokenizer } from '@huggingface/tokenizers'
 import ort from '../core/onnx-runtime.js'
 import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../core/errors.js'
-import type { Reranked, Reranker, Retrieved } from '../core/stages.js'
+import type { Reranked, Retrieved, Stage } from '../core/stages.js'
 import { defaultSessionOptions, type SessionOptions } from '../core/onnx-session.js'
 import { WorkerSession } from '../core/worker-session.js'
 import type { RetrievedPassage } from '../core/retriever.js'
@@ -24,7 +24,7 @@ const HOW_TO_BUILD = 'ambigqa train export cross-encoder <checkpoint> <model fol
 /** What a pair reads of a passage: `title: text`. */
 type PairText = Pick<RetrievedPassage, 'title' | 'text'>
 
-export class CrossEncoderReranker implements Reranker {
+export class CrossEncoderReranker implements Stage<Retrieved, Reranked> {
   readonly name = 'cross-encoder'
 
   private constructor(
@@ -92,10 +92,10 @@ export class CrossEncoderReranker implements Reranker {
   }
 
   /** The retrieved passages reordered by the cross-encoder's logit (ties keep retrieval order), cut to `read`. */
-  async rerank(input: Retrieved, read: number, signal?: AbortSignal): Promise<Reranked> {
+  async run(input: Retrieved, signal?: AbortSignal): Promise<Reranked> {
     const scores = await this.score(input.question, input.passages, signal)
     const order = scores.map((score, i) => ({ score, i })).sort((a, b) => b.score - a.score || a.i - b.i)
-    return { ...input, reranked: order.slice(0, read).map(({ score, i }) => ({ ...input.passages[i]!, score })) }
+    return { ...input, reranked: order.slice(0, input.read).map(({ score, i }) => ({ ...input.passages[i]!, score })) }
   }
 
   async close(): Promise<void> {

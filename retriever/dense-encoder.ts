@@ -31,19 +31,14 @@ const MAX_TOKENS = 256
 
 export type TextKind = 'query' | 'passage'
 
-/** Query vectors kept by a shared encoder: more than the questions a server holds at once
- * (server.concurrency + server.queue), so that a question's second encoding is always a hit. */
-const QUERY_MEMO = 256
-
 interface SharedEntry { encoder: Promise<DenseEncoder>; users: number }
 const shared = new Map<string, SharedEntry>()
 
 export class DenseEncoder {
   readonly name: string
   private readonly conventions: Conventions
-  /** Set on an encoder from shared(): its key there and its recent query vectors. */
+  /** Set on an encoder from shared(): its key there. */
   private sharedKey: string | undefined
-  private readonly memo = new Map<string, Float32Array>()
 
   private constructor(name: string, private readonly session: ort.InferenceSession, private readonly tokenizer: Tokenizer, private readonly sepId: number) {
     this.name = name
@@ -57,9 +52,9 @@ export class DenseEncoder {
 
   /**
    * One encoder per model, folder, threads and device for the whole process, counted by its users:
-   * the dense retriever and the answer-set decider both embed the question with e5, so they share
-   * one session and the question's vector is computed once (the second user's encode is a hit on
-   * the recent query vectors). Each user closes it; the last close releases it.
+   * the dense retriever and the answer-set decider both embed questions with e5, so they share one
+   * session (the question's vector itself travels from the retriever to the decider in the
+   * pipeline's retrieval result). Each user closes it; the last close releases it.
    */
   static async shared(name: string, modelsDir: string, threads = 2, options: { device?: Device; logger?: Logger } = {}): Promise<DenseEncoder> {
     const key = JSON.stringify([name, modelsDir, threads, options.device ?? 'cpu'])
@@ -86,17 +81,6 @@ export class DenseEncoder {
 
   /** Unit vectors, one per text. */
   async encode(texts: readonly string[], kind: TextKind): Promise<Float32Array[]> {
-    if (this.sharedKey === undefined || kind !== 'query') return this.compute(texts, kind)
-    const missing = [...new Set(texts.filter((t) => !this.memo.has(t)))]
-    const computed = await this.compute(missing, kind)
-    missing.forEach((t, i) => {
-      this.memo.set(t, computed[i]!)
-      if (this.memo.size > QUERY_MEMO) this.memo.delete(this.memo.keys().next().value!)
-    })
-    return texts.map((t) => this.memo.get(t) ?? computed[missing.indexOf(t)]!)
-  }
-
-  private async compute(texts: readonly string[], kind: TextKind): Promise<Float32Array[]> {
     if (texts.length === 0) return []
     const prefix = kind === 'query' ? this.conventions.queryPrefix : this.conventions.passagePrefix
     const encoded = texts.map((text) => {

@@ -10,7 +10,7 @@ import { AnnSearch, type AnnSearchSettings } from './ann-search.js'
 import type { DenseEncoder } from './dense-encoder.js'
 import { loadVectors } from './dense-vectors.js'
 import type { PassageStore } from './passage-store.js'
-import type { RetrievedPassage, Retriever } from '../core/retriever.js'
+import type { Retrieval, RetrievedPassage, Retriever } from '../core/retriever.js'
 
 /** Above this many vectors without an ANN index, opening the exact path says what it costs. */
 const EXACT_WARN_ROWS = 100_000
@@ -47,9 +47,13 @@ export class DenseRetriever implements Retriever {
   }
 
   async search(question: string, k: number): Promise<RetrievedPassage[]> {
+    return (await this.retrieve(question, k)).passages
+  }
+
+  async retrieve(question: string, k: number): Promise<Retrieval> {
     const [query] = await this.encoder.encode([question], 'query')
     const top = this.ann ? this.ann.search(query!, k) : this.searchExact(query!, k)
-    return this.store.byRowids(top.map(([rowid]) => rowid)).map((p, i) => ({ ...p, score: top[i]![1] }))
+    return { passages: this.store.byRowids(top.map(([rowid]) => rowid)).map((p, i) => ({ ...p, score: top[i]![1] })), query: { encoder: this.encoder.name, vector: query! } }
   }
 
   private searchExact(query: Float32Array, k: number): [number, number][] {

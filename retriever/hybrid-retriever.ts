@@ -2,7 +2,7 @@
 // needs no score calibration, or a weighted sum of min-max normalised scores (alpha weights),
 // which can use how confident each retriever is. Each source is asked for `depth` passages.
 import { ERR_USAGE } from '../core/errors.js'
-import type { RetrievedPassage, Retriever } from '../core/retriever.js'
+import { retrieveWith, type Retrieval, type RetrievedPassage, type Retriever } from '../core/retriever.js'
 
 export type FusionMethod = { kind: 'rrf'; k: number } | { kind: 'weighted'; weights: readonly number[] }
 
@@ -28,9 +28,15 @@ export class HybridRetriever implements Retriever {
   }
 
   async search(question: string, k: number): Promise<RetrievedPassage[]> {
+    return (await this.retrieve(question, k)).passages
+  }
+
+  /** The fused ranking, and the first source's question vector (a dense source's). */
+  async retrieve(question: string, k: number): Promise<Retrieval> {
     const depth = Math.max(k, this.options.depth)
-    const rankings = await Promise.all(this.sources.map((source) => source.search(question, depth)))
-    return fuse(rankings, this.options.fusion).slice(0, k)
+    const found = await Promise.all(this.sources.map((source) => retrieveWith(source, question, depth)))
+    const query = found.find((f) => f.query)?.query
+    return { passages: fuse(found.map((f) => f.passages), this.options.fusion).slice(0, k), ...(query ? { query } : {}) }
   }
 
   async close(): Promise<void> {

@@ -14,7 +14,7 @@ const passages = [passage('p1', 'A'), passage('p2', 'B'), passage('p3', 'A')]
 
 function read(answers: [string, number, RetrievedPassage[]][]): Read {
   return {
-    question: 'who won', passages, reranked: passages, timings: { retrievalMs: 0, totalMs: 0 },
+    question: 'who won', retrieve: 3, read: 3, passages, reranked: passages, timings: { retrievalMs: 0, totalMs: 0 },
     answers: answers.map(([answer, confidence, evidence]) => ({ answer, confidence, evidence })),
   }
 }
@@ -75,6 +75,19 @@ test('without a calibration the plain rule decides: within keep of the best, at 
   assert.deepEqual((await new AnswerSetDecider({ ...rule, keep: 0, maxAnswers: 3 }).run(four)).answers.map((a) => a.answer), ['w', 'x', 'y'])
   assert.deepEqual((await new AnswerSetDecider({ ...rule, minProbability: 0.6 }).run(four)).answers, [], 'the best is under minProbability: an honest empty set')
   assert.deepEqual((await new AnswerSetDecider(generativeSet({ ...rule, maxAnswers: 1, minProbability: 0.6 })).run(four)).answers.map((a) => a.answer), ['w', 'x', 'y', 'z'], 'SpanSeqGen wrote the set')
+})
+
+test('the decider reads the question\'s vector the retriever handed on (the same encoder), and embeds it itself otherwise', async () => {
+  const rule = { ...RULE, minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }
+  const two = read([['x', 0.5, [passages[0]!]], ['y', 0.45, [passages[1]!]]])
+  let embedded = 0
+  const embed = async () => { embedded++; return new Float32Array([-3, 0]) }
+  const handed = await new AnswerSetDecider(rule, { models: models(), embed }).run({ ...two, query: { encoder: 'e5-small-v2-int8', vector: new Float32Array([2, 7]) } })
+  assert.equal(embedded, 0, 'the retriever\'s vector was used')
+  const own = await new AnswerSetDecider(rule, { models: models(), embed: async () => new Float32Array([2, 7]) }).run(two)
+  assert.equal(handed.ambiguity, own.ambiguity)
+  await new AnswerSetDecider(rule, { models: models(), embed }).run({ ...two, query: { encoder: 'bge-small-en-v1.5-int8', vector: new Float32Array([2, 7]) } })
+  assert.equal(embedded, 1, 'another encoder\'s vector is not the model\'s input: embedded here')
 })
 
 test('the verified set: the best three confidences, their sum, how many reach 0.25 and from how many passages (as fit_calibration.set_features)', () => {

@@ -39,6 +39,13 @@ test('HybridRetriever asks each source for its depth, fuses, cuts to k, and clos
   assert.equal(hybrid.name, 'hybrid(bm25+dense)')
   assert.deepEqual((await hybrid.search('q', 2)).map((x) => x.id), ['b', 'a'])
   assert.deepEqual(asked, [100, 100])
+  assert.equal((await hybrid.retrieve('q', 2)).query, undefined, 'no source embedded the question')
+  // A source that embeds the question hands its vector on through the fusion.
+  const vector = new Float32Array([0.6, 0.8])
+  const dense: Retriever = { ...source('dense', [p('c', 1)]), retrieve: async (_q, k) => ({ passages: [p('c', 1)].slice(0, k), query: { encoder: 'e5-small-v2-int8', vector } }) }
+  const withVector = await new HybridRetriever([source('bm25', [p('a', 2)]), dense], { fusion: { kind: 'rrf', k: 60 }, depth: 10 }).retrieve('q', 2)
+  assert.deepEqual(withVector.passages.map((x) => x.id), ['a', 'c'])
+  assert.deepEqual(withVector.query, { encoder: 'e5-small-v2-int8', vector })
   await hybrid.close()
   assert.equal(closed, 2)
   assert.throws(() => new HybridRetriever([source('one', [])], { fusion: { kind: 'rrf', k: 60 }, depth: 10 }), { code: 'AMBIGQA_ERR_USAGE' })

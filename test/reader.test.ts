@@ -275,7 +275,7 @@ test('question disambiguation: one rewrite per answer; the stage keeps the promp
   const stage = await QuestionDisambiguation.open({ ...defaults.reader, qd: fixture.dir!, precision: 'fp32', threads: 1 })
   try {
     const read = (answers: string[]): Read => ({
-      question: 'who wrote harry potter', passages, reranked: passages, timings: { retrievalMs: 0, totalMs: 0 },
+      question: 'who wrote harry potter', retrieve: 1, read: 1, passages, reranked: passages, timings: { retrievalMs: 0, totalMs: 0 },
       answers: answers.map((answer) => ({ answer, confidence: 0.9, evidence: passages })),
     })
     const one = await stage.run(read(['J. K. Rowling']))
@@ -327,9 +327,36 @@ test('the batch queue runs concurrent requests together, up to maxBatch, and dro
   const queue = new BatchQueue<number, number>(async (items) => { batches.push(items); return items.map((x) => x * 10) }, 2)
   const aborted = new AbortController()
   const results = Promise.all([1, 2, 3].map((x) => queue.submit(x)))
-  const dropped = queue.submit(4, aborted.signal)
+  const dropped = assert.rejects(queue.submit(4, aborted.signal), /client went away/)
   aborted.abort(new Error('client went away'))
+  await dropped
   assert.deepEqual(await results, [10, 20, 30])
-  await assert.rejects(dropped, /client went away/)
   assert.deepEqual(batches, [[1, 2], [3]])
+})
+
+test('the batch queue hands the abort on: a running batch is aborted when every request in it was, and each aborted request is answered at once', async () => {
+  const seen: AbortSignal[] = []
+  let finish!: () => void
+  const queue = new BatchQueue<number, number>((items, signal) => {
+    seen.push(signal)
+    return new Promise((resolve) => { finish = () => resolve(items.map((x) => x * 10)) })
+  }, 2)
+  const [a, b] = [new AbortController(), new AbortController()]
+  const first = queue.submit(1, a.signal)
+  const second = queue.submit(2, b.signal)
+  await new Promise((r) => setImmediate(r))
+  assert.equal(seen.length, 1, 'the batch of two runs')
+  a.abort(new Error('first went away'))
+  await assert.rejects(first, /first went away/, 'answered at once, before the batch ends')
+  assert.equal(seen[0]!.aborted, false, 'the other request still wants its answer')
+  b.abort(new Error('second went away'))
+  await assert.rejects(second, /second went away/)
+  assert.equal(seen[0]!.aborted, true, 'nobody waits for the batch now: its work is told to stop')
+  finish()
+  // A request without a signal never aborts its batch.
+  const plain = queue.submit(3)
+  await new Promise((r) => setImmediate(r))
+  finish()
+  assert.equal(await plain, 30)
+  assert.equal(seen[1]!.aborted, false)
 })

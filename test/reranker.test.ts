@@ -47,7 +47,7 @@ test('rerank orders by score, keeps `read` passages, and ties keep retrieval ord
   try {
     const passages = pairs.map((p, i) => ({ id: String(i), title: p.title, text: p.text, score: 100 - i }))
     const question = pairs[0]!.question
-    const out = await reranker.rerank({ question, passages, timings: { retrievalMs: 0, totalMs: 0 } }, 3)
+    const out = await reranker.run({ question, retrieve: passages.length, read: 3, passages, timings: { retrievalMs: 0, totalMs: 0 } })
     const scores = await reranker.score(question, passages)
     assert.equal(out.reranked.length, 3)
     const expected = scores.map((s, i) => ({ s, i })).sort((a, b) => b.s - a.s || a.i - b.i).slice(0, 3)

@@ -51,7 +51,7 @@ async function gql(query: string, variables?: object) {
   return { status: response.statusCode, body: response.json() as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] } }
 }
 
-const ANSWER_SET = 'question ambiguous ambiguity found answers { answer question rewritten confidence evidence { id title text } } passages { id } timings { retrievalMs rerankMs readMs disambiguateMs totalMs }'
+const ANSWER_SET = 'question ambiguous ambiguity found answers { answer question rewritten confidence evidence { id title text } } passages { id } timings { retrievalMs rerankMs readMs decideMs disambiguateMs totalMs }'
 
 test('ask returns an answer set: distinct answers, a question each, evidence that contains the answer, every stage timed', { skip: fixture.skip }, async () => {
   const { status, body } = await gql(`query($q: String!) { ask(question: $q, options: { retrieve: 20, read: 3 }) { ${ANSWER_SET} } }`, { q: 'who wrote the harry potter books' })
@@ -76,7 +76,7 @@ test('ask returns an answer set: distinct answers, a question each, evidence tha
   }
   const rewrites = set.answers.filter((a: { rewritten: boolean }) => a.rewritten).map((a: { question: string }) => a.question.toLowerCase())
   assert.equal(new Set(rewrites).size, rewrites.length, 'the rewrites of one set differ from each other')
-  for (const key of ['retrievalMs', 'rerankMs', 'readMs', 'disambiguateMs', 'totalMs']) assert.equal(typeof set.timings[key], 'number')
+  for (const key of ['retrievalMs', 'rerankMs', 'readMs', 'decideMs', 'disambiguateMs', 'totalMs']) assert.equal(typeof set.timings[key], 'number')
 })
 
 test('question disambiguation runs only when the query selects an answer\'s question or rewritten; the answers are the same', { skip: fixture.skip }, async () => {

@@ -1,7 +1,10 @@
-// The answering pipeline: retriever → reranker → reader → question disambiguation. Each stage
-// takes the previous stage's output and adds one thing, and records its own time.
+// The answering pipeline: retrieval → reranking → reading → the answer-set decider → question
+// disambiguation, each a Stage with run(): it takes the previous stage's output and adds one thing
+// (the question's vector, when the retriever embedded one, travels in the retrieval result). The
+// pipeline times each stage on its own.
 import type { Retriever } from '../../core/retriever.js'
-import { asAsked, type Disambiguated, type Read, type Reranked, type Reranker, type Retrieved, type Stage } from '../../core/stages.js'
+import { asAsked, type Disambiguated, type Read, type Reranked, type Retrieved, type Stage, type StageTimings } from '../../core/stages.js'
+import { Retrieval, RetrievalOrder } from '../../retriever/retrieval-stage.js'
 import { defaults, type Config } from '../../core/config.js'
 import { AmbigqaError, ERR_READER_UNAVAILABLE, ERR_RETRIEVER_UNAVAILABLE } from '../../core/errors.js'
 
@@ -23,7 +26,8 @@ export interface PipelineStages {
   /** Opens a retriever of another kind, from the same configuration, when a request names one;
    * without it only the configured retriever is served. */
   openRetriever?: (kind: RetrieverKind) => Promise<Retriever>
-  reranker?: Reranker
+  /** Reorders the retrieved passages and keeps the `read` best (without one: the retriever's order). */
+  reranker?: Stage<Retrieved, Reranked>
   reader?: Stage<Reranked, Read>
   /** Decides which of the reader's candidates make the set (reader/answer-set-decider.ts): given
    * whenever a reader is. */
@@ -38,9 +42,6 @@ export interface PipelineStages {
   /** Releases what the stages hold (model sessions), after the retriever. */
   close?: () => Promise<void>
 }
-
-/** Identity reranker: keeps the retriever's order, cut to `read` passages. */
-export const passThroughReranker: Reranker = { name: 'none', rerank: async (input, read) => ({ ...input, reranked: input.passages.slice(0, read) }) }
 
 export class Pipeline {
   /** Retrievers opened for requests that named another kind, kept for the next ones. */
@@ -83,32 +84,33 @@ export class Pipeline {
     return this.stages.reader !== undefined && this.stages.decider !== undefined && this.stages.disambiguator !== undefined
   }
 
+  /** The k passages of the retriever a request names (search), timed. */
   async retrieve(question: string, k: number, kind?: RetrieverKind): Promise<Retrieved> {
     const start = performance.now()
-    const retriever = await this.retrieverFor(kind)
-    const passages = await retriever.search(question, k)
-    const retrievalMs = performance.now() - start
-    return { question, passages, timings: { retrievalMs, totalMs: retrievalMs } }
+    const retrieved = await new Retrieval(await this.retrieverFor(kind)).run({ question, retrieve: k, read: 0 })
+    retrieved.timings.retrievalMs = retrieved.timings.totalMs = performance.now() - start
+    return retrieved
   }
 
   async ask(question: string, options: AskOptions, signal?: AbortSignal): Promise<Disambiguated> {
     const { reader, decider, disambiguator } = this.stages
     if (!reader || !decider || !disambiguator) throw ERR_READER_UNAVAILABLE('ask', this.stages.readerProblem ?? 'no reader was configured')
     const start = performance.now()
-    const retrieved = await this.retrieve(question, options.retrieve, options.retriever)
-    const reranker = this.stages.reranker ?? passThroughReranker
-    let t = performance.now()
-    const reranked = await reranker.rerank(retrieved, options.read, signal)
-    reranked.timings.rerankMs = performance.now() - t
-    t = performance.now()
-    const candidates = await reader.run(reranked, signal)
-    candidates.timings.readMs = performance.now() - t
-    t = performance.now()
-    const read = await decider.run(candidates, signal)
-    read.timings.decideMs = performance.now() - t
-    t = performance.now()
-    const result = options.disambiguate === false ? asAsked(read) : await disambiguator.run(read, signal)
-    result.timings.disambiguateMs = performance.now() - t
+    let t = start
+    // Each stage's time is its own; every stage's output carries the retrieval's timings object.
+    const timed = <O extends { timings: StageTimings }>(key: keyof StageTimings, out: O): O => {
+      const now = performance.now()
+      out.timings[key] = now - t
+      t = now
+      return out
+    }
+    // Opening a retriever a request names counts as retrieval.
+    const retrieval = new Retrieval(await this.retrieverFor(options.retriever))
+    const retrieved = timed('retrievalMs', await retrieval.run({ question, retrieve: options.retrieve, read: options.read }))
+    const reranked = timed('rerankMs', await (this.stages.reranker ?? new RetrievalOrder()).run(retrieved, signal))
+    const candidates = timed('readMs', await reader.run(reranked, signal))
+    const read = timed('decideMs', await decider.run(candidates, signal))
+    const result = timed('disambiguateMs', options.disambiguate === false ? asAsked(read) : await disambiguator.run(read, signal))
     result.timings.totalMs = performance.now() - start
     return result
   }

@@ -113,7 +113,7 @@ async function readTuningSets(o: CalibrationDataOptions, retriever: Retriever, r
       for (const n of o.reads) {
         const reranked = passages.slice(0, n)
         const answers = reader.candidates({ question: record.question, passages: reranked }, reader.scoreSpans(readPassages!.slice(0, n)))
-        const input: Read = { question: record.question, passages, reranked, timings: { retrievalMs: 0, totalMs: 0 }, answers: readAnswers(answers) }
+        const input: Read = { question: record.question, retrieve: passages.length, read: n, passages, reranked, timings: { retrievalMs: 0, totalMs: 0 }, answers: readAnswers(answers) }
         const features = answerFeatures(input)
         await tuneOut.write({
           id: record.id, set: set.name, read: n, question: record.question, multi: isMultiAnswer(record), golds,
