@@ -10,7 +10,7 @@
 // question, 5 folds): whether it adds what the verifier lacks. `--knowledge2 <gguf>` scores the
 // knowledge check with a second pretrained model too (features kb2*), for the same comparison.
 //   npx tsc -p . && nice node dist/bench/candidate-support.js --store data/eval-asqa --limit 60 --out data/train/candidate-support.jsonl
-//   node dist/bench/candidate-support.js --report data/train/candidate-support.jsonl    # the tables from a file already written
+//   node dist/bench/candidate-support.js --report data/train/candidate-support.jsonl [--join <another run>]    # the tables from files already written
 import { appendFileSync, existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -46,10 +46,13 @@ const { values } = parseArgs({
     threads: { type: 'string', default: '1' },
     out: { type: 'string', default: 'data/train/candidate-support.jsonl' },
     report: { type: 'string' },
+    // Another run's file over the same questions (e.g. --knowledge2 alone): its features joined by
+    // question and candidate, and the tables over the questions both hold.
+    join: { type: 'string' },
   },
 })
 
-interface Row { id: string; set: string; question: string; ms: Record<string, number>; answers: { answer: string; correct: boolean; verifier: number; features: Record<string, number> }[] }
+interface Row { id: string; set: string; question: string; golds: string[][][]; ms: Record<string, number>; answers: { answer: string; correct: boolean; verifier: number; features: Record<string, number> }[] }
 
 const EXISTING = ['logProbability', 'shareOfBest', 'rank', 'bestLocal', 'localMass', 'bestPassageLogProb', 'bestRelevance', 'holdingPassages', 'spanPassages', 'titleMatch']
 
@@ -94,7 +97,8 @@ async function measure(): Promise<void> {
         const supported = await support.run(input)
         for (const k of ['generate', 'span', 'knowledge'] as const) ms[k] = support.spent[k] - before[k]
         const features = answerFeatures(supported)
-        const aliases = new Set(goldClusters(record).flat(2))
+        const golds = goldClusters(record)
+        const aliases = new Set(golds.flat(2))
         const answers = supported.answers.map((a, j) => {
           const f = { ...a.features, ...features[j] }
           return { answer: a.answer, correct: aliases.has(normalizeAnswer(a.answer)), verifier: logit(calibration.answer, calibration.answer.features.map((n) => f[n]!)), features: f }
@@ -109,7 +113,7 @@ async function measure(): Promise<void> {
           answers.forEach((a) => { a.features.kb2Gap = a.features.kb2Pmi! - best })
           ms.knowledge2 = performance.now() - t
         }
-        const row: Row = { id: record.id, set: set.name, question: record.question, ms: Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, Math.round(v)])), answers }
+        const row: Row = { id: record.id, set: set.name, question: record.question, golds, ms: Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, Math.round(v)])), answers }
         appendFileSync(values.out!, `${JSON.stringify(row)}\n`)
         console.error(`${set.name} ${i + 1}/${records.length} ${record.id}: ${answers.length} candidates (${answers.filter((a) => a.correct).length} right, ${answers.filter((a) => a.features.generated === 1).length} generated), ${JSON.stringify(row.ms)}`)
       }
@@ -176,8 +180,17 @@ function outOfFold(rows: readonly Row[], inputs: (a: Row['answers'][number]) => 
   return { scores, labels }
 }
 
+const readRows = (path: string): Row[] => readFileSync(path, 'utf8').split('\n').filter((l) => l.trim()).flatMap((l) => { try { return [JSON.parse(l) as Row] } catch { return [] } })
+
 function report(path: string): void {
-  const rows = readFileSync(path, 'utf8').split('\n').filter((l) => l.trim()).flatMap((l) => { try { return [JSON.parse(l) as Row] } catch { return [] } })
+  let rows = readRows(path)
+  if (values.join) {
+    const other = new Map(readRows(values.join).map((r) => [r.id, r]))
+    rows = rows.filter((r) => other.has(r.id)).map((r) => {
+      const features = new Map(other.get(r.id)!.answers.map((a) => [a.answer, a.features]))
+      return { ...r, ms: { ...other.get(r.id)!.ms, ...r.ms }, answers: r.answers.map((a) => ({ ...a, features: { ...features.get(a.answer), ...a.features } })) }
+    })
+  }
   const all = rows.flatMap((r) => r.answers)
   const read = all.filter((a) => a.features.generated !== 1)
   const generated = all.filter((a) => a.features.generated === 1)

@@ -105,6 +105,7 @@ const configSchema = z
         retrieve: z.number().int().min(1).max(10_000),
       })
       .strict(),
+    support: z.object({ spanLm: z.string(), knowledge: z.string(), generate: z.boolean(), candidates: z.number().int().min(1).max(100), threads: z.number().int().min(1).max(64) }).strict(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) }).strict(),
   })
   .strict()
@@ -179,6 +180,14 @@ export const defaults: Config = {
     keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), verifier: join(PROJECT_ROOT, 'models', 'verifier'), minConfidence: 0.15, oneAnswerWhenUnambiguous: false, read: 20,
     retrieve: 100,
   },
+  // What pretrained decoders know of each candidate, for the verifier (reader/candidate-support.ts,
+  // a stage between the reader and the decider; off: BENCHMARKS.md, issue 47): spanLm, SpanSeqGen's
+  // decoder folder ('' for none: its log probability of each candidate after its prompt);
+  // knowledge, a pretrained GGUF ('' for none: the closed-book check); generate: SpanSeqGen's own
+  // answers join the candidates; candidates: the reader's first ones scored; threads: llama.cpp's
+  // per model (1: two wait on each other on a busy machine). A calibration fit with these features
+  // needs them on, as it was fit.
+  support: { spanLm: '', knowledge: '', generate: false, candidates: 20, threads: 1 },
   log: { level: 'info' },
 }
 

@@ -6,6 +6,8 @@ export interface StageTimings {
   retrievalMs: number
   rerankMs?: number
   readMs?: number
+  /** The candidate-support stage's (reader/candidate-support.ts), when it runs. */
+  supportMs?: number
   decideMs?: number
   disambiguateMs?: number
   totalMs: number

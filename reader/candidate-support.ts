@@ -37,6 +37,21 @@ export interface SupportSettings {
 /** Features this stage adds (fit_calibration.py names them). */
 export const SUPPORT_FEATURES = ['genMean', 'genSum', 'genEnd', 'genGap', 'kbMean', 'kbSum', 'kbPmi', 'kbGap', 'generated'] as const
 
+/** Which of `features` (a verifier's inputs) the settings do not give: the config key that must be
+ * set, and those features; undefined when all are given. */
+export function supportMissing(features: readonly string[], settings: Pick<SupportSettings, 'spanLm' | 'knowledge' | 'generate'>): { key: string; features: string[] } | undefined {
+  const needs = [
+    { key: 'support.spanLm', on: settings.spanLm !== '', names: ['genMean', 'genSum', 'genEnd', 'genGap'] },
+    { key: 'support.knowledge', on: settings.knowledge !== '', names: ['kbMean', 'kbSum', 'kbPmi', 'kbGap'] },
+    { key: 'support.generate', on: settings.generate && settings.spanLm !== '', names: ['generated'] },
+  ]
+  for (const need of needs) {
+    const wanted = features.filter((f) => need.names.includes(f))
+    if (!need.on && wanted.length > 0) return { key: need.key, features: wanted }
+  }
+  return undefined
+}
+
 /** Tokens SpanSeqGen's answer line may take (as lm-span-reader.ts). */
 const MAX_LINE_TOKENS = 64
 

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test'
 import { DEFAULT_LM_BASE_DIR, DEFAULT_READER_DIR } from '../core/paths.js'
 import type { RetrievedPassage } from '../core/retriever.js'
 import type { Read } from '../core/stages.js'
-import { CandidateSupport, SUPPORT_FEATURES } from '../reader/candidate-support.js'
+import { CandidateSupport, SUPPORT_FEATURES, supportMissing } from '../reader/candidate-support.js'
 import { prerequisite } from './helpers/prerequisite.js'
 
 const base = join(DEFAULT_LM_BASE_DIR, 'gemma-3-270m-q4_k_m.gguf')
@@ -63,4 +63,13 @@ test('SpanSeqGen\'s own answers that the reader missed join the pool, each with 
     assert.ok(a.evidence.length > 0 && a.evidence.every((p) => `${p.title} ${p.text}`.toLowerCase().includes(a.answer.toLowerCase())), `${a.answer}: held by its evidence`)
     assert.ok(a.confidence < 0.5 / 4, 'below every candidate read before calibration')
   }
+})
+
+test('a verifier fit on the decoders\' features names the setting that is off', () => {
+  const on = { spanLm: 'assets/models/span-lm', knowledge: 'models/base/x.gguf', generate: true }
+  assert.equal(supportMissing(['bestLocal', 'genMean', 'kbPmi', 'generated'], on), undefined)
+  assert.deepEqual(supportMissing(['bestLocal', 'genMean', 'kbPmi'], { ...on, spanLm: '' }), { key: 'support.spanLm', features: ['genMean'] })
+  assert.deepEqual(supportMissing(['kbGap', 'kbPmi'], { ...on, knowledge: '' }), { key: 'support.knowledge', features: ['kbGap', 'kbPmi'] })
+  assert.deepEqual(supportMissing(['generated'], { ...on, generate: false }), { key: 'support.generate', features: ['generated'] })
+  assert.equal(supportMissing(['bestLocal', 'logProbability'], { spanLm: '', knowledge: '', generate: false }), undefined, 'the shipped verifier needs none')
 })

@@ -15,6 +15,7 @@ import { openRetriever } from '../../retriever/open-retriever.js'
 import { ExtractiveReader, extractiveSettings } from '../../reader/extractive-reader.js'
 import { mineHardNegatives } from '../training/hard-negatives.js'
 import { writeCalibrationData } from '../training/calibration-data.js'
+import { CandidateSupport } from '../../reader/candidate-support.js'
 import { DenseEncoder } from '../../retriever/dense-encoder.js'
 import { runCoTraining } from '../training/cotrain-run.js'
 import { pythonCommand } from '../training/python-process.js'
@@ -130,7 +131,8 @@ export function registerTrainCommands(program: Command): void {
     .option('--encoder <name>', 'the question-only model\'s sentence encoder (models/encoders)', 'e5-small-v2-int8')
     .option('--out <dir>', 'output folder', 'data/train')
     .option('--questions-only', 'write only ambiguity-questions.jsonl (no store, no reading: a minute)')
-    .action(async (o: { data: string; tuneIds: string; tuneDevIds: string; store: string; reads: string; maxCandidates: number; verifyTop: number; encoder: string; out: string; questionsOnly?: boolean }, command: Command) => {
+    .option('--support', 'add the decoders\' scores of each candidate as the configuration\'s support.* gives them (reader/candidate-support.ts; seconds a question, one --reads count)')
+    .action(async (o: { data: string; tuneIds: string; tuneDevIds: string; store: string; reads: string; maxCandidates: number; verifyTop: number; encoder: string; out: string; questionsOnly?: boolean; support?: boolean }, command: Command) => {
       const reads = o.reads.split(',').map(Number)
       if (reads.some((n) => !Number.isInteger(n) || n < 1 || n > 100)) throw ERR_USAGE(`--reads ${o.reads} is not a list of passage counts`, 'Give whole numbers from 1 to 100, comma-separated: --reads 5,10,20')
       if (!Number.isInteger(o.verifyTop) || o.verifyTop < 0 || o.verifyTop > 100) throw ERR_USAGE(`--verify-top ${o.verifyTop} is not a number of candidates`, 'Give a whole number from 0 (no verifier pairs) to 100')
@@ -140,13 +142,17 @@ export function registerTrainCommands(program: Command): void {
       // Every candidate up to --max-candidates: the fit decides the set.
       const reader = o.questionsOnly ? undefined : await ExtractiveReader.load(r.extractive, { precision: r.precision, device: r.device, threads: r.threads, logger: ctx.log }, { ...extractiveSettings(r), candidates: o.maxCandidates })
       const encoder = await DenseEncoder.load(o.encoder, ctx.config.dense.modelsDir, ctx.config.dense.threads, { device: ctx.config.dense.device, logger: ctx.log })
+      const s = ctx.config.support
+      if (o.support && s.spanLm === '' && s.knowledge === '') throw ERR_USAGE('--support needs a decoder: support.spanLm and support.knowledge are both off', 'Set them (AMBIGQA_SUPPORT_SPAN_LM=assets/models/span-lm, AMBIGQA_SUPPORT_KNOWLEDGE=models/base/gemma-3-270m-q4_k_m.gguf) or drop --support')
+      const support = o.support && !o.questionsOnly ? await CandidateSupport.open(s, ctx.log) : undefined
       try {
         const tuneSets = [{ name: 'reader-tune', ids: o.tuneIds, reference: 'train' as const }, { name: 'asqa-tune', ids: o.tuneDevIds, reference: 'dev' as const }]
-        const result = await writeCalibrationData({ shared: o.data, tuneSets, out: o.out, ...(retriever && reader ? { retriever, reader } : {}), encoder, reads, verifyTop: o.verifyTop, retrieve: r.retrieve, log: ctx.log })
+        const result = await writeCalibrationData({ shared: o.data, tuneSets, out: o.out, ...(retriever && reader ? { retriever, reader } : {}), ...(support ? { support } : {}), encoder, reads, verifyTop: o.verifyTop, retrieve: r.retrieve, log: ctx.log })
         if (reader) ctx.out(`${o.out}/calibration-tune.jsonl: ${result.tune} tuning questions read at ${reads.join(', ')} passages`)
         ctx.out(`${o.out}/ambiguity-questions.jsonl: ${result.questions} questions embedded (${o.encoder})`)
       } finally {
         await encoder.close()
+        await support?.close()
         await reader?.close()
         await retriever?.close()
       }

@@ -100,6 +100,7 @@ export function toProgressRecord(id: string, result: Disambiguated): ProgressRec
   const timings: StageTimings = { retrievalMs: round2(result.timings.retrievalMs), totalMs: round2(result.timings.totalMs) }
   if (result.timings.rerankMs !== undefined) timings.rerankMs = round2(result.timings.rerankMs)
   if (result.timings.readMs !== undefined) timings.readMs = round2(result.timings.readMs)
+  if (result.timings.supportMs !== undefined) timings.supportMs = round2(result.timings.supportMs)
   if (result.timings.decideMs !== undefined) timings.decideMs = round2(result.timings.decideMs)
   if (result.timings.disambiguateMs !== undefined) timings.disambiguateMs = round2(result.timings.disambiguateMs)
   return {

@@ -6,8 +6,9 @@ import { QuestionDisambiguation } from '../../reader/question-disambiguation.js'
 import { CrossEncoderReranker } from '../../retriever/cross-encoder-reranker.js'
 import { DenseEncoder } from '../../retriever/dense-encoder.js'
 import { AnswerSetDecider, deciderOptions, loadCalibration, plainDecider, VERIFIER_TOKENS } from '../../reader/answer-set-decider.js'
+import { CandidateSupport, supportMissing } from '../../reader/candidate-support.js'
 import type { Config } from '../../core/config.js'
-import { AmbigqaError } from '../../core/errors.js'
+import { AmbigqaError, ERR_CONFIG_INVALID } from '../../core/errors.js'
 import { silentLogger, type Logger } from '../../core/log.js'
 import { Pipeline } from './pipeline.js'
 
@@ -30,22 +31,27 @@ export async function openPipeline(config: Config, logger: Logger = silentLogger
   try {
     const qd = await QuestionDisambiguation.open(config.reader, logger)
     let reader: Reader | undefined
+    let support: CandidateSupport | undefined
     let decided: Awaited<ReturnType<typeof openDecider>>
     try {
-      // The reader recalls candidates; the decider decides which make the set.
+      // The reader recalls candidates; the decoders add what they know of each (config support,
+      // off by default); the decider decides which make the set.
       reader = await Reader.open(config.reader, logger, qd.seq2seq ? { folder: config.reader.qd, model: qd.seq2seq } : undefined)
+      if (config.support.spanLm !== '' || config.support.knowledge !== '') support = await CandidateSupport.open(config.support, logger)
       decided = await openDecider(config, logger)
     } catch (error) {
       await reader?.close()
+      await support?.close()
       await qd.close()
       throw error
     }
     const opened = reader
+    const supported = support
     return new Pipeline({
-      ...retrievers, ...(reranker ? { reranker } : {}), read: config.reader.read, retrieve: config.reader.retrieve, reader: opened, disambiguator: qd,
+      ...retrievers, ...(reranker ? { reranker } : {}), read: config.reader.read, retrieve: config.reader.retrieve, reader: opened, ...(supported ? { support: supported } : {}), disambiguator: qd,
       decider: decided.decider,
       // The reader before QD's model: SpanSeqGen may read with it.
-      close: async () => { await opened.close(); await qd.close(); await decided.close(); await closeReranker() },
+      close: async () => { await opened.close(); await supported?.close(); await qd.close(); await decided.close(); await closeReranker() },
     })
   } catch (error) {
     if (!(error instanceof AmbigqaError)) {
@@ -72,6 +78,9 @@ export async function openDecider(config: Config, logger: Logger = silentLogger)
     logger.warn({ calibration: r.calibration, fitFor: models.reader, reader: r.kind }, 'calibration not applied: it was fit on another reader; confidences are the reader\'s own')
     return plain
   }
+  // A verifier fit on the decoders' features cannot verify without them.
+  const missing = supportMissing(models.answer.features, config.support)
+  if (missing) throw ERR_CONFIG_INVALID(missing.key, 'the configuration', `is off, but ${r.calibration} was fit with ${missing.features.join(', ')}`, `Set ${missing.key} as the calibration was fit (its MODEL_CARD.md), or give a calibration fit without them`)
   const encoder = await DenseEncoder.shared(models.questionOnly.encoder, config.dense.modelsDir, config.dense.threads, { device: config.dense.device, logger })
   const embed = async (question: string) => (await encoder.encode([question], 'query'))[0]!
   // The cross-encoder verifier reads each candidate in its words (reader/answer-set-decider.ts VerifierPair).
@@ -85,3 +94,4 @@ export async function openDecider(config: Config, logger: Logger = silentLogger)
   const decider = new AnswerSetDecider(deciderOptions(r), { models, embed, ...(verifier ? { verify: verifier.score.bind(verifier) } : {}) })
   return { decider, close: async () => { await encoder.close(); await verifier?.close() } }
 }
+

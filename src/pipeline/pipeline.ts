@@ -32,6 +32,9 @@ export interface PipelineStages {
   /** Decides which of the reader's candidates make the set (reader/answer-set-decider.ts): given
    * whenever a reader is. */
   decider?: Stage<Read, Read>
+  /** Adds what pretrained decoders know of each candidate to its features, between the reader and
+   * the decider (reader/candidate-support.ts; config support, off by default). */
+  support?: Stage<Read, Read>
   disambiguator?: Stage<Read, Disambiguated>
   /** Passages read when a request does not say (config reader.read; its default when not given). */
   read?: number
@@ -109,7 +112,8 @@ export class Pipeline {
     const retrieved = timed('retrievalMs', await retrieval.run({ question, retrieve: options.retrieve, read: options.read }))
     const reranked = timed('rerankMs', await (this.stages.reranker ?? new RetrievalOrder()).run(retrieved, signal))
     const candidates = timed('readMs', await reader.run(reranked, signal))
-    const read = timed('decideMs', await decider.run(candidates, signal))
+    const supported = this.stages.support ? timed('supportMs', await this.stages.support.run(candidates, signal)) : candidates
+    const read = timed('decideMs', await decider.run(supported, signal))
     const result = timed('disambiguateMs', options.disambiguate === false ? asAsked(read) : await disambiguator.run(read, signal))
     result.timings.totalMs = performance.now() - start
     return result

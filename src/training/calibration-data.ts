@@ -21,7 +21,7 @@ import type { DenseEncoder } from '../../retriever/dense-encoder.js'
 import type { Logger } from '../../core/log.js'
 import { normalizeAnswer } from '../../core/normalize-answer.js'
 import { ERR_USAGE } from '../../core/errors.js'
-import type { Read } from '../../core/stages.js'
+import type { Read, Stage } from '../../core/stages.js'
 import type { Retriever } from '../../core/retriever.js'
 import type { ExtractiveReader } from '../../reader/extractive-reader.js'
 import { readAnswers } from '../../reader/reader.js'
@@ -68,6 +68,9 @@ export interface CalibrationDataOptions {
   encoder: DenseEncoder
   /** Passages read: each question's top max(reads) are read once, and its candidates written for each n. */
   reads: number[]
+  /** Run on each question's candidates before their features are written (reader/candidate-support.ts:
+   * the decoders' scores), as the pipeline runs it before the decider; with one passage count only. */
+  support?: Stage<Read, Read>
   /** Candidates per question written as verifier pairs (the reader's first ones, as the decider verifies them). */
   verifyTop: number
   retrieve: number
@@ -90,6 +93,8 @@ export async function writeCalibrationData(o: CalibrationDataOptions): Promise<{
     if (leaked.length > 0) throw ERR_USAGE(`${set.ids} holds ${leaked.length} eval-300 questions (${leaked[0]})`, 'Nothing is tuned on eval-300: give an id list without them')
     for (const id of ids) tuneIds.add(id)
   }
+  // The decoders' scores cost seconds a question: read at the one passage count served.
+  if (o.support && o.reads.length !== 1) throw ERR_USAGE(`the candidates' support is computed at one passage count, not ${o.reads.join(', ')}`, 'Pass --reads 20 (the count the server reads) with --support')
   // A fresh checkout has no data/train yet (data build makes it, and is not needed for this).
   mkdirSync(o.out, { recursive: true })
   if (o.retriever && o.reader) await readTuningSets(o, o.retriever, o.reader, references)
@@ -113,7 +118,8 @@ async function readTuningSets(o: CalibrationDataOptions, retriever: Retriever, r
       for (const n of o.reads) {
         const reranked = passages.slice(0, n)
         const answers = reader.candidates({ question: record.question, passages: reranked }, reader.scoreSpans(readPassages!.slice(0, n)))
-        const input: Read = { question: record.question, retrieve: passages.length, read: n, passages, reranked, timings: { retrievalMs: 0, totalMs: 0 }, answers: readAnswers(answers) }
+        const reading: Read = { question: record.question, retrieve: passages.length, read: n, passages, reranked, timings: { retrievalMs: 0, totalMs: 0 }, answers: readAnswers(answers) }
+        const input = o.support ? await o.support.run(reading) : reading
         const features = answerFeatures(input)
         await tuneOut.write({
           id: record.id, set: set.name, read: n, question: record.question, multi: isMultiAnswer(record), golds,
