@@ -27,6 +27,8 @@ import { openRetriever } from '../retriever/open-retriever.js'
 import { loadIdList } from '../src/eval/questions.js'
 import { loadReference } from '../src/eval/score-ambignq.js'
 import { goldClusters } from '../src/training/calibration-data.js'
+import { answerSetF1 } from '../src/eval/score-ambignq.js'
+import { pairedBootstrap } from './paired-bootstrap.js'
 
 const { values } = parseArgs({
   options: {
@@ -180,7 +182,9 @@ function outOfFold(rows: readonly Row[], inputs: (a: Row['answers'][number]) => 
   return { scores, labels }
 }
 
-const readRows = (path: string): Row[] => readFileSync(path, 'utf8').split('\n').filter((l) => l.trim()).flatMap((l) => { try { return [JSON.parse(l) as Row] } catch { return [] } })
+function readRows(path: string): Row[] {
+  return readFileSync(path, 'utf8').split('\n').filter((l) => l.trim()).flatMap((l) => { try { return [JSON.parse(l) as Row] } catch { return [] } })
+}
 
 function report(path: string): void {
   let rows = readRows(path)
@@ -209,6 +213,43 @@ function report(path: string): void {
   }
   const all3 = outOfFold(rows.map((r) => ({ ...r, answers: r.answers.filter((a) => a.features.generated !== 1) })), (a) => [a.verifier, ...['genMean', 'genGap', 'kbPmi', 'kbGap'].map((f) => a.features[f] ?? 0)])
   console.log(`| verifier + genMean, genGap, kbPmi, kbGap | | ${fmt(auc(all3.scores, all3.labels))} |`)
+  // F1 answer on these questions with the shipped set rule (confidence ≥ 0.15, at most 4, the best
+  // always) over out-of-fold confidences: the verifier refit alone against it with the decoders'
+  // features (generated candidates only where the model reads `generated`), paired by question.
+  const f1With = (inputs: (a: Row['answers'][number]) => number[], keepGenerated: boolean): number[] => {
+    const kept = rows.map((r) => ({ ...r, answers: r.answers.filter((a) => keepGenerated || a.features.generated !== 1) }))
+    const { scores } = outOfFold(kept, inputs)
+    // outOfFold walks the questions fold by fold: give each question its own scores back.
+    const byQuestion = new Map<Row, number[]>()
+    let k = 0
+    for (let fold = 0; fold < 5; fold++) {
+      for (const r of kept.filter((_, i) => i % 5 === fold)) { byQuestion.set(r, scores.slice(k, k + r.answers.length)); k += r.answers.length }
+    }
+    return kept.map((r) => {
+      const conf = byQuestion.get(r)!.map((z) => 1 / (1 + Math.exp(-z)))
+      const ranked = r.answers.map((a, i) => ({ a, c: conf[i]! })).sort((x, y) => y.c - x.c)
+      const set = ranked.filter((x, i) => i === 0 || x.c >= 0.15).slice(0, 4).map((x) => x.a.answer)
+      return 100 * Math.max(0, ...r.golds.map((clusters) => answerSetF1(clusters, set)))
+    })
+  }
+  if (rows.every((r) => r.golds)) {
+    const base = f1With((a) => [a.verifier], false)
+    const mean = (xs: number[]) => xs.reduce((t, x) => t + x, 0) / xs.length
+    console.log(`\n| verifier inputs (out of fold, the shipped set rule) | F1 answer on these questions | against the verifier alone (95% paired interval) |`)
+    console.log('|---|---|---|')
+    console.log(`| the shipped verifier's logit, refit | ${mean(base).toFixed(1)} | |`)
+    const variants: [string, string[], boolean][] = [
+      ['+ genMean, genGap', ['genMean', 'genGap'], false], ['+ kbPmi, kbGap', ['kbPmi', 'kbGap'], false], ['+ genEnd', ['genEnd'], false],
+      ['+ genMean, genGap, kbPmi, kbGap', ['genMean', 'genGap', 'kbPmi', 'kbGap'], false], ['+ those and the generated candidates', ['genMean', 'genGap', 'kbPmi', 'kbGap', 'generated'], true],
+      ...(['kb2Pmi', 'kb2Gap'].every((f) => read.some((a) => a.features[f] !== undefined)) ? [['+ kb2Pmi, kb2Gap (the second knowledge model)', ['kb2Pmi', 'kb2Gap'], false] as [string, string[], boolean]] : []),
+    ]
+    for (const [name, features, generatedToo] of variants) {
+      if (!features.every((f) => all.some((a) => a.features[f] !== undefined))) continue
+      const after = f1With((a) => [a.verifier, ...features.map((f) => a.features[f] ?? 0)], generatedToo)
+      const d = pairedBootstrap(base, after)
+      console.log(`| ${name} | ${mean(after).toFixed(1)} | ${d.difference >= 0 ? '+' : ''}${d.difference.toFixed(1)} (${d.low.toFixed(1)} to ${d.high.toFixed(1)}), ${d.changed} questions changed |`)
+    }
+  }
   if (generated.length > 0) {
     const gl = generated.map((a) => a.correct)
     console.log(`\nGenerated candidates the reader missed: ${generated.length} in ${rows.filter((r) => r.answers.some((a) => a.features.generated === 1)).length} questions, ${gl.filter(Boolean).length} right (${((100 * gl.filter(Boolean).length) / generated.length).toFixed(1)}%; candidates read: ${((100 * labels.filter(Boolean).length) / read.length).toFixed(1)}%); questions with a right answer only among them: ${rows.filter((r) => r.answers.some((a) => a.correct && a.features.generated === 1) && !r.answers.some((a) => a.correct && a.features.generated !== 1)).length}`)
