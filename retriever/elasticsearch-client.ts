@@ -1,6 +1,9 @@
-// The Elasticsearch client as this project uses it: few retries and a short timeout so a down
-// cluster fails fast with one clear error, and the next request works once it is back.
+// The Elasticsearch client as this project uses it: a short timeout so a down cluster fails fast
+// with one clear error, and the next request works once it is back; reads (esRead) retried on
+// another node, or once the cluster has settled, within their deadline, so a lost node of a
+// cluster with a replica of every shard costs no query.
 import { Client, ClusterConnectionPool, errors } from '@elastic/elasticsearch'
+import type { TransportRequestOptions } from '@elastic/elasticsearch'
 import { AmbigqaError, ERR_ELASTICSEARCH_INDEX, ERR_ELASTICSEARCH_UNAVAILABLE } from '../core/errors.js'
 
 export interface EsOptions {
@@ -9,6 +12,8 @@ export interface EsOptions {
   index: string
   requestTimeoutMs?: number
   maxRetries?: number
+  /** false: a read is tried once (bench/es-node-loss's peer: the retrievers as they were). */
+  retryReads?: boolean
 }
 
 /** The node URLs of `url` (one, or several separated by commas). */
@@ -50,7 +55,8 @@ export function esError(err: unknown, options: EsOptions): AmbigqaError {
     // The cluster is there but cannot serve the index now (a node gone, a master being elected,
     // shards recovering): unavailable, as a down cluster is, and the next request may work.
     if (err.statusCode === 503 || (causes.length > 0 && causes.every((c) => SHARDS_UNAVAILABLE.has(c)))) {
-      const why = type?.root_cause?.map((c) => `${c.type}${c.reason ? `: ${c.reason}` : ''}`).join('; ') || type?.reason || err.message
+      // A HEAD request's answer (indices.exists) has no body to give a reason.
+      const why = type?.root_cause?.map((c) => `${c.type}${c.reason ? `: ${c.reason}` : ''}`).join('; ') || type?.reason || err.message || 'no reason given'
       return ERR_ELASTICSEARCH_UNAVAILABLE.withCause(err, options.url, `it cannot serve index '${options.index}' now, HTTP ${err.statusCode}: ${why}`)
     }
     if (err.statusCode === 404 && type?.type === 'index_not_found_exception') {
@@ -59,4 +65,45 @@ export function esError(err: unknown, options: EsOptions): AmbigqaError {
     return ERR_ELASTICSEARCH_INDEX.withCause(err, options.url, options.index, `request failed with HTTP ${err.statusCode}: ${type?.reason ?? err.message}`, 'Check that the cluster is Elasticsearch 8.x with the english analyzer plugin (scripts/elasticsearch up installs it)')
   }
   return ERR_ELASTICSEARCH_UNAVAILABLE.withCause(err, options.url, err instanceof Error ? err.message : String(err))
+}
+
+/** Less than this left before a read's deadline, its error stands: no attempt could finish. */
+const MIN_ATTEMPT_MS = 100
+/** The first wait before asking a cluster again that said it cannot serve now; doubled each time. */
+const FIRST_WAIT_MS = 50
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
+
+/**
+ * A read (search, count, get: asking again changes nothing) within `requestTimeoutMs` of its start,
+ * each attempt given what is left of it. A node that refused or dropped the connection (killed, or
+ * gone with its machine) is set aside by the pool, and the read goes at once to another one, each
+ * node tried once: a cluster down everywhere still fails at once. An answer that says the cluster
+ * cannot serve the index now (a node just lost, replicas being promoted, a master being elected: a
+ * matter of seconds) is asked again after 50, 100, 200 ms... Writes never come here: a bulk batch
+ * refused stays refused, with its coded error, and is sent again whole by the build that resumes.
+ */
+export async function esRead<T>(options: EsOptions, read: (attempt: TransportRequestOptions) => Promise<T>): Promise<T> {
+  if (options.retryReads === false) {
+    try {
+      return await read({})
+    } catch (err) {
+      throw esError(err, options)
+    }
+  }
+  const nodes = esNodes(options.url).length
+  const deadline = performance.now() + (options.requestTimeoutMs ?? 30_000)
+  let refused = 0
+  let waited = 0
+  for (;;) {
+    try {
+      return await read({ requestTimeout: Math.max(MIN_ATTEMPT_MS, Math.round(deadline - performance.now())) })
+    } catch (err) {
+      const coded = esError(err, options)
+      let wait: number | undefined
+      if (err instanceof errors.ConnectionError) wait = ++refused < nodes ? 0 : undefined
+      else if (err instanceof errors.ResponseError && coded.code === ERR_ELASTICSEARCH_UNAVAILABLE.code) wait = FIRST_WAIT_MS * 2 ** waited++
+      if (wait === undefined || performance.now() + wait > deadline - MIN_ATTEMPT_MS) throw coded
+      if (wait > 0) await sleep(wait)
+    }
+  }
 }

@@ -2,7 +2,7 @@
 // With Elasticsearch alone that is the index, not a local SQLite store that may differ from it.
 import type { Client } from '@elastic/elasticsearch'
 import type { Passage } from '../core/passage.js'
-import { createEsClient, esError, type EsOptions } from './elasticsearch-client.js'
+import { createEsClient, esRead, type EsOptions } from './elasticsearch-client.js'
 import { asStoreError, type PassageStore } from './passage-store.js'
 
 export interface PassageSource {
@@ -53,27 +53,22 @@ export class EsPassageSource implements PassageSource {
   readonly name: string
   private readonly client: Client
 
-  constructor(private readonly options: EsOptions) {
+  private readonly options: EsOptions
+
+  constructor(options: EsOptions) {
     this.name = `${options.url} index ${options.index}`
-    this.client = createEsClient({ requestTimeoutMs: 5_000, maxRetries: 0, ...options })
+    this.options = { requestTimeoutMs: 5_000, maxRetries: 0, ...options }
+    this.client = createEsClient(this.options)
   }
 
   async byId(id: string): Promise<Passage | undefined> {
-    try {
-      const res = await this.client.get<{ id: string; title: string; text: string }>({ index: this.options.index, id, _source: ['id', 'title', 'text'] }, { ignore: [404] })
-      if (!res.found || !res._source) return undefined
-      return { id: res._source.id ?? id, title: res._source.title ?? '', text: res._source.text ?? '' }
-    } catch (err) {
-      throw esError(err, this.options)
-    }
+    const res = await esRead(this.options, (attempt) => this.client.get<{ id: string; title: string; text: string }>({ index: this.options.index, id, _source: ['id', 'title', 'text'] }, { ...attempt, ignore: [404] }))
+    if (!res.found || !res._source) return undefined
+    return { id: res._source.id ?? id, title: res._source.title ?? '', text: res._source.text ?? '' }
   }
 
   async count(): Promise<number> {
-    try {
-      return (await this.client.count({ index: this.options.index })).count
-    } catch (err) {
-      throw esError(err, this.options)
-    }
+    return (await esRead(this.options, (attempt) => this.client.count({ index: this.options.index }, attempt))).count
   }
 
   async close(): Promise<void> {
