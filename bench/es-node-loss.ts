@@ -1,15 +1,33 @@
 // One node of an Elasticsearch cluster killed -9 under a query load, then brought back: how many
-// queries were answered before, during and after the loss, and whether the index still holds
-// every passage of the store it was built from. Shared by test/elasticsearch-cluster.test.ts (a
-// small real corpus) and bench/es-scale.ts (1M SYNTHETIC passages), so both run the README's
-// scale-out recipe (scripts/elasticsearch up --nodes 2, kill-node, start-node) the same way.
+// queries were answered before, during and after the loss (and their p50/p99), and whether the
+// index still holds every passage of the store it was built from. Shared by
+// test/elasticsearch-cluster.test.ts (a small real corpus) and bench/es-scale.ts (1M SYNTHETIC
+// passages), so both run the README's scale-out recipe (scripts/elasticsearch up --nodes 2,
+// kill-node, start-node) the same way. Run as a program it is a benchmark of its own, on the real
+// demo passages: the retrievers as served (reads retried on the other node within their timeout)
+// beside the same retrievers trying each read once, under one load and one kill, first of a node
+// that is not the master, then of the master, with a write attempted while each is down.
+//   npx tsc -p . && node dist/bench/es-node-loss.js [--passages 5531] [--port 9280] [--loss-seconds 20] [--keep]
 import { execFile } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
+import { pathToFileURL } from 'node:url'
+import { parseArgs, promisify } from 'node:util'
+import { gunzipSync } from 'node:zlib'
 import type { Client } from '@elastic/elasticsearch'
 import { AmbigqaError } from '../core/errors.js'
-import { PROJECT_ROOT } from '../core/paths.js'
+import { silentLogger } from '../core/log.js'
+import { DEFAULT_ENCODERS_DIR, PROJECT_ROOT } from '../core/paths.js'
 import type { Retriever } from '../core/retriever.js'
+import { buildElasticsearchIndex } from '../index/build-elasticsearch.js'
+import { buildIndex } from '../index/build-index.js'
+import { encodeElasticsearch } from '../index/encode-elasticsearch.js'
+import { encodeStore } from '../index/store-vectors.js'
+import { Bm25EsRetriever } from '../retriever/bm25-es-retriever.js'
+import { DenseEncoder } from '../retriever/dense-encoder.js'
+import { DenseEsRetriever, vectorField } from '../retriever/dense-es-retriever.js'
+import { createEsClient } from '../retriever/elasticsearch-client.js'
 import { PassageStore } from '../retriever/passage-store.js'
 
 const run = promisify(execFile)
@@ -33,12 +51,17 @@ export function clusterUrl(port: number, nodes: number): string {
 export interface LoadCounts {
   answered: number
   errors: number
+  /** Latency of the answered queries, ms (NaN when none was answered). */
+  p50Ms: number
+  p99Ms: number
   /** Error codes (AMBIGQA_ERR_*, else the error's name) and how often each was seen. */
   codes: Record<string, number>
   /** The first few errors, each with the second of the run it came at. */
   firstErrors: string[]
   /** Seconds of the run at the first and the last error. */
   errorSpan?: [number, number]
+  /** The same, for each retriever by its label. */
+  byRetriever: Record<string, { answered: number; errors: number; p50Ms: number; p99Ms: number }>
 }
 
 export interface NodeLossReport {
@@ -55,6 +78,8 @@ export interface NodeLossReport {
   lossSeconds: number
   /** From the node's restart until the index is green again (every replica recovered). */
   recoverySeconds: number
+  /** What `duringLoss` returned. */
+  duringLossResult?: unknown
 }
 
 export interface NodeLossOptions {
@@ -63,6 +88,8 @@ export interface NodeLossOptions {
   index: string
   /** Searched in turn, by `concurrency` loops at once. */
   retrievers: readonly Retriever[]
+  /** Each retriever's name in the counts (default: its name). */
+  labels?: readonly string[]
   questions: readonly string[]
   k: number
   concurrency: number
@@ -74,16 +101,27 @@ export interface NodeLossOptions {
   beforeMs: number
   lossMs: number
   afterMs: number
+  /** Run once the node is killed (a write, say), awaited before it is started again. */
+  duringLoss?: () => Promise<unknown>
   log?: (line: string) => void
 }
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
-const counts = (): LoadCounts => ({ answered: 0, errors: 0, codes: {}, firstErrors: [] })
+const counts = (): LoadCounts => ({ answered: 0, errors: 0, p50Ms: NaN, p99Ms: NaN, codes: {}, firstErrors: [], byRetriever: {} })
+
+/** The p-th percentile (nearest rank), NaN of nothing. */
+export function percentileOf(values: readonly number[], p: number): number {
+  if (values.length === 0) return NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
+}
 
 export async function runNodeLoss(o: NodeLossOptions): Promise<NodeLossReport> {
   const es = esScript(o.port)
   const log = o.log ?? (() => undefined)
   const phases = { before: counts(), duringLoss: counts(), afterReturn: counts() }
+  const latencies = new Map<string, number[]>()
+  const latencyOf = (key: string) => latencies.get(key) ?? latencies.set(key, []).get(key)!
   let phase: keyof typeof phases = 'before'
   let stopped = false
   let next = 0
@@ -92,12 +130,21 @@ export async function runNodeLoss(o: NodeLossOptions): Promise<NodeLossReport> {
     while (!stopped) {
       const n = next++
       const current = phase
+      const r = n % o.retrievers.length
+      const label = o.labels?.[r] ?? o.retrievers[r]!.name
+      const mine = (phases[current].byRetriever[label] ??= { answered: 0, errors: 0, p50Ms: NaN, p99Ms: NaN })
+      const t = performance.now()
       try {
-        await o.retrievers[n % o.retrievers.length]!.search(o.questions[n % o.questions.length]!, o.k)
+        await o.retrievers[r]!.search(o.questions[n % o.questions.length]!, o.k)
+        const ms = performance.now() - t
         phases[current].answered++
+        mine.answered++
+        latencyOf(current).push(ms)
+        latencyOf(`${current}\u0000${label}`).push(ms)
       } catch (err) {
         const code = err instanceof AmbigqaError ? err.code : err instanceof Error ? err.name : 'unknown'
         phases[current].errors++
+        mine.errors++
         phases[current].codes[code] = (phases[current].codes[code] ?? 0) + 1
         const at = Math.round(performance.now() - started) / 1000
         if (phases[current].firstErrors.length < 5) phases[current].firstErrors.push(`${at.toFixed(1)} s: ${err instanceof Error ? err.message : String(err)}`)
@@ -119,7 +166,7 @@ export async function runNodeLoss(o: NodeLossOptions): Promise<NodeLossReport> {
     phase = 'duringLoss'
     const killedAt = performance.now()
     log(await es('kill-node', String(killNode)))
-    await sleep(o.lossMs)
+    const [, duringLossResult] = await Promise.all([sleep(o.lossMs), o.duringLoss?.()])
     // Every shard has a copy on the surviving node: the index still counts every passage.
     const countDuringLoss = (await o.client.count({ index: o.index })).count
     const restartedAt = performance.now()
@@ -127,12 +174,23 @@ export async function runNodeLoss(o: NodeLossOptions): Promise<NodeLossReport> {
     const lossSeconds = (performance.now() - killedAt) / 1000
     phase = 'afterReturn'
     // Short waits, asked again: the client's own request timeout may be shorter than a recovery.
-    for (let waited = 0; (await o.client.cluster.health({ index: o.index, wait_for_status: 'green', timeout: '20s' })).status !== 'green'; waited += 20) {
+    // A wait that times out is HTTP 408 with the health as it stands, not an error.
+    for (let waited = 0; (await o.client.cluster.health({ index: o.index, wait_for_status: 'green', timeout: '20s' }, { ignore: [408] })).status !== 'green'; waited += 20) {
       if (waited >= 1200) throw new Error(`index ${o.index} not green 20 minutes after node ${killNode} came back`)
     }
     const recoverySeconds = (performance.now() - restartedAt) / 1000
     await sleep(o.afterMs)
-    return { killedNode: killNode, killedMaster, ...phases, countDuringLoss, lossSeconds, recoverySeconds }
+    stopped = true
+    await Promise.all(loops)
+    for (const [name, c] of Object.entries(phases)) {
+      c.p50Ms = percentileOf(latencyOf(name), 50)
+      c.p99Ms = percentileOf(latencyOf(name), 99)
+      for (const [label, mine] of Object.entries(c.byRetriever)) {
+        mine.p50Ms = percentileOf(latencyOf(`${name}\u0000${label}`), 50)
+        mine.p99Ms = percentileOf(latencyOf(`${name}\u0000${label}`), 99)
+      }
+    }
+    return { killedNode: killNode, killedMaster, ...phases, countDuringLoss, lossSeconds, recoverySeconds, ...(o.duringLoss ? { duringLossResult } : {}) }
   } finally {
     stopped = true
     await Promise.all(loops)
@@ -174,5 +232,124 @@ export async function compareWithStore(client: Client, index: string, storeDir: 
     return { storePassages, indexPassages, ...(indexVectors !== undefined ? { indexVectors } : {}), sampled: wanted.size, matching }
   } finally {
     store.close()
+  }
+}
+
+/** How a write attempted while a node was down ended. */
+export interface WriteAttempt {
+  applied: boolean
+  /** The coded error of a refused write. */
+  code?: string
+  message?: string
+  seconds: number
+}
+
+/** A small source built into the index as `ambigqa index build --backend elasticsearch` writes
+ * (its timeout and retries), its ids prefixed: applied whole, or refused with a coded error. */
+export async function attemptWrite(es: { url: string; index: string }, source: string, idPrefix: string): Promise<WriteAttempt> {
+  const started = performance.now()
+  const seconds = () => (performance.now() - started) / 1000
+  try {
+    await buildElasticsearchIndex({ es: { ...es, requestTimeoutMs: 30_000, maxRetries: 3 }, sources: [{ path: source, idPrefix }], onError: 'fail', batchSize: 2000, log: silentLogger })
+    return { applied: true, seconds: seconds() }
+  } catch (err) {
+    return { applied: false, code: err instanceof AmbigqaError ? err.code : err instanceof Error ? err.name : String(err), message: err instanceof Error ? err.message.slice(0, 300) : String(err), seconds: seconds() }
+  }
+}
+
+/** Real questions of the kind the demo corpus answers. */
+export const NODE_LOSS_QUESTIONS = [
+  'who played the doctor in dexter season 1',
+  'when did the harry potter movie come out',
+  "who sings don't stop believing",
+  'when was the first super bowl played',
+  'who wrote the declaration of independence',
+  'how many episodes are in game of thrones season 8',
+]
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main()
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      passages: { type: 'string', default: '5531' },
+      port: { type: 'string', default: '9280' },
+      'loss-seconds': { type: 'string', default: '20' },
+      model: { type: 'string', default: 'e5-small-v2-int8' },
+      keep: { type: 'boolean', default: false },
+    },
+  })
+  const say = (line: string) => console.log(line)
+  const passages = Number(values.passages)
+  const port = Number(values.port)
+  const model = values.model!
+  const url = clusterUrl(port, 2)
+  const index = `ambigqa-node-loss-${passages}`
+  const dir = join(PROJECT_ROOT, 'bench', 'out', `es-node-loss-${passages}`)
+  mkdirSync(dir, { recursive: true })
+  // The first N real demo passages, and the last 50 for the writes (their ids prefixed).
+  const lines = gunzipSync(readFileSync(join(PROJECT_ROOT, 'assets', 'demo', 'passages.tsv.gz'))).toString('utf8').trimEnd().split('\n')
+  const tsv = join(dir, 'passages.tsv')
+  const extra = join(dir, 'extra.tsv')
+  if (!existsSync(tsv)) writeFileSync(tsv, `${lines.slice(0, passages + 1).join('\n')}\n`)
+  if (!existsSync(extra)) writeFileSync(extra, `${[lines[0], ...lines.slice(-50)].join('\n')}\n`)
+  const store = join(dir, 'store')
+  await buildIndex({ store, sources: [{ path: tsv }], onError: 'fail', batchSize: 2000, segmentSize: 200_000, workers: 2, log: silentLogger })
+  const encoded = await encodeStore({ store, model, modelsDir: DEFAULT_ENCODERS_DIR, batchSize: 32, threads: 2, log: silentLogger })
+  if (encoded.encoded > 0) say(`store: ${encoded.encoded} passages encoded with ${model} in ${encoded.seconds.toFixed(1)} s`)
+
+  const es = esScript(port)
+  const client = createEsClient({ url, index, requestTimeoutMs: 120_000, maxRetries: 3 })
+  const retrievers: Retriever[] = []
+  try {
+    say(await es('up', '--nodes', '2'))
+    const esOptions = { url, index, requestTimeoutMs: 600_000, maxRetries: 3 }
+    const built = await buildElasticsearchIndex({ es: esOptions, sources: [{ path: tsv }], onError: 'fail', batchSize: 2000, log: silentLogger })
+    await encodeElasticsearch({ es: esOptions, model, modelsDir: DEFAULT_ENCODERS_DIR, batchSize: 1000, fromStore: store, log: silentLogger })
+    await client.cluster.health({ index, wait_for_status: 'green', timeout: '120s' })
+    // As a server opens them (5 s timeout, no transport retry), and the same trying each read once.
+    const served = { url, index }
+    const once = { url, index, retryReads: false }
+    retrievers.push(
+      new Bm25EsRetriever(served), new DenseEsRetriever(served, await DenseEncoder.shared(model, DEFAULT_ENCODERS_DIR, 1)),
+      new Bm25EsRetriever(once), new DenseEsRetriever(once, await DenseEncoder.shared(model, DEFAULT_ENCODERS_DIR, 1)),
+    )
+    const labels = ['bm25-es, retried', 'dense-es, retried', 'bm25-es, tried once', 'dense-es, tried once']
+    for (const r of retrievers) await r.search(NODE_LOSS_QUESTIONS[0]!, 10)
+    const losses = []
+    for (const kill of ['other', 'master'] as const) {
+      const prefix = `loss-${kill}-${Date.now()}-`
+      const loss = await runNodeLoss({
+        port, client, index, retrievers, labels, questions: NODE_LOSS_QUESTIONS, k: 10, concurrency: 2, kill,
+        beforeMs: 10_000, lossMs: Number(values['loss-seconds']) * 1000, afterMs: 10_000,
+        duringLoss: () => attemptWrite({ url, index }, extra, prefix), log: (line) => say(line.trim()),
+      })
+      await client.indices.refresh({ index })
+      const written = (await client.count({ index, query: { prefix: { id: prefix } } })).count
+      const compared = await compareWithStore(client, index, store, 200, vectorField(model))
+      const write = loss.duringLossResult as WriteAttempt
+      say(`\nnode ${loss.killedNode}${loss.killedMaster ? ' (the elected master)' : ' (not the elected master)'} killed -9 for ${loss.lossSeconds.toFixed(1)} s (restart included), ` +
+        `green ${loss.recoverySeconds.toFixed(1)} s after its restart; load average ${loadavg()[0]!.toFixed(1)}; 2 queries in flight over the four retrievers in turn`)
+      say(`${'retriever'.padEnd(22)}${['before', 'while down', 'after its return'].map((h) => h.padStart(30)).join('')}`)
+      say(`${''.padEnd(22)}${['answered/errors p50/p99 ms', 'answered/errors p50/p99 ms', 'answered/errors p50/p99 ms'].map((h) => h.padStart(30)).join('')}`)
+      for (const label of labels) {
+        const cell = (c: LoadCounts) => {
+          const m = c.byRetriever[label]
+          return (m ? `${m.answered}/${m.errors} ${m.p50Ms.toFixed(1)}/${m.p99Ms.toFixed(1)}` : '-').padStart(30)
+        }
+        say(`${label.padEnd(22)}${cell(loss.before)}${cell(loss.duringLoss)}${cell(loss.afterReturn)}`)
+      }
+      for (const e of loss.duringLoss.firstErrors) say(`  ${e}`)
+      say(`write of 50 passages while down: ${write.applied ? 'applied' : `refused with ${write.code}`} after ${write.seconds.toFixed(1)} s; ${written} of them in the index after recovery`)
+      say(`passages counted while down: ${loss.countDuringLoss}; after: index ${compared.indexPassages} (${compared.indexVectors} with vectors), store ${compared.storePassages}; ${compared.matching} of ${compared.sampled} sampled passages identical`)
+      // The written passages have no vectors: removed, so a later run's dense retrievers find every passage encoded.
+      await client.deleteByQuery({ index, query: { prefix: { id: 'loss-' } }, refresh: true })
+      losses.push({ ...loss, written, compared })
+    }
+    writeFileSync(join(PROJECT_ROOT, 'bench', 'out', `es-node-loss-${passages}.json`), `${JSON.stringify({ date: new Date().toISOString(), passages, shards: built.shards, replicas: built.replicas, labels, losses }, null, 2)}\n`)
+  } finally {
+    for (const r of retrievers) await r.close()
+    await client.close()
+    if (!values.keep) say(await es('down'))
   }
 }
