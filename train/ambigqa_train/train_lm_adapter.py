@@ -8,10 +8,15 @@ Two steps, so that the machine that trains needs no tokenizer and no network:
     (loss on the target tokens only), saved as adapter-<run>.safetensors (A and B per projection,
     float16, in transformers' names), then the held-out examples generated greedily the way serving
     does (forced segments fed, each line generated until a newline) into generated-<run>.jsonl with
-    ids in the base model's own vocabulary.
+    ids in the base model's own vocabulary. On the CPU a run takes hours: every `checkpoint_s` (config,
+    default 300 s) its state is saved in OUT/checkpoint-<run>/ (lm_resume.py), and the same command
+    after a stop resumes it to the adapter an uninterrupted run makes; finished runs are skipped.
+  check-clean: the decoders' files of `data/train` hold no eval-300 and no second-set question.
 
   python -m ambigqa_train.train_lm_adapter prepare --examples E.jsonl --gguf BASE.gguf --out PACK --parts 2
   python -m ambigqa_train.train_lm_adapter train --pack PACK --config configs/lm-adapters.json --out OUT --device cuda
+  python -m ambigqa_train.train_lm_adapter train --pack PACK --config configs/lm-adapters-cpu.json --out OUT --threads 1
+  python -m ambigqa_train.train_lm_adapter check-clean --data ../data/train --shared ../../shared/data
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ import argparse
 import json
 import math
 import random
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import lm_base
+from . import lm_base, lm_resume
 from .common import pick_device, read_jsonl, write_atomic
 
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -163,8 +169,42 @@ def collate(batch: list[Example], device: Any) -> dict[str, Any]:
 
 # --- train and generate ------------------------------------------------------------------------
 
+class Stopped(Exception):
+    """A run stopped on request (StopRequest): the same command again resumes it."""
+
+
+class StopRequest:
+    """When to stop. `install()` makes SIGTERM and SIGINT ask for it: within the training steps the
+    step under way ends and the checkpoint is saved first; anywhere else (building the model, the
+    held-out loss, generating) Stopped is raised at once, as those are redone on resume from the
+    checkpoint saved when training ended. `at_step` stops after that step (tests)."""
+
+    def __init__(self, at_step: int | None = None) -> None:
+        self.at_step = at_step
+        self.asked = False
+        self.soft = False  # True while train_run is within its steps
+
+    def install(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self.asked = True
+        if not self.soft:
+            raise Stopped(f"stopped by signal {signum}")
+
+    def __call__(self, step: int) -> bool:
+        return self.asked or step == self.at_step
+
+
 def train_run(model: Any, run: dict[str, Any], rows: list[dict[str, Any]], device: Any, log: Any,
-              budget_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
+              budget_s: float | None = None, resume: Path | None = None, checkpoint_s: float = 300.0,
+              should_stop: StopRequest | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Trains the run's adapter. `budget_s` (None: none) cuts it at that many seconds of training,
+    the schedule fitted to it. With `resume` (a checkpoint file, lm_resume.py), it starts from the
+    checkpoint there when there is one, saves one every `checkpoint_s` seconds and once trained,
+    and ends with the tensors an uninterrupted run ends with. `should_stop`, asked after every
+    step, ends it with Stopped once that step is saved."""
     rng = random.Random(run.get("seed", 13))
     wrapped = add_lora(model, run["rank"], run["alpha"], run.get("dropout", 0.05), run.get("seed", 13))
     train = task_examples(rows, run, "train")
@@ -181,49 +221,144 @@ def train_run(model: Any, run: dict[str, Any], rows: list[dict[str, Any]], devic
         return min(1.0, (s + 1) / warm) * max(0.0, 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    # Where the run stands; with the epoch's batch order (example indices) and the generators'
+    # states, all that the next step depends on.
+    pos: dict[str, Any] = {"step": 0, "epoch": 0, "batch": 0, "seen_tokens": 0, "elapsed_s": 0.0,
+                           "trained": False, "stopped": False}
+    order: list[list[int]] | None = None
+    expected = lm_resume.fingerprint(run, [e.id for e in train], device)
+    state = lm_resume.load(resume, expected) if resume is not None else None
+    if state is not None:
+        for n, w in wrapped.items():
+            w.lora_A.data.copy_(state["lora"][n]["A"])
+            w.lora_B.data.copy_(state["lora"][n]["B"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        plan["total"] = state["plan_total"]
+        pos, order = dict(state["position"]), state["order"]
+        lm_resume.restore_rng(state["rng"], rng)
+        log(f"{run['name']}: resumed at step {pos['step']}/{plan['total']} (epoch {pos['epoch'] + 1}, "
+            f"{pos['elapsed_s']:.0f} s trained before)" + (", training done" if pos["trained"] else ""))
+    trained_before = bool(pos["trained"])
+    index = {id(e): i for i, e in enumerate(train)}
+    t0, tokens0, step0, base_s = time.time(), pos["seen_tokens"], pos["step"], pos["elapsed_s"]
+    cpu0 = time.process_time()  # on a shared CPU, the pace the job would have with its threads to itself
+    last_save = last_log = t0
+
+    def elapsed() -> float:
+        return base_s + time.time() - t0
+
+    def save() -> None:
+        assert resume is not None
+        pos["elapsed_s"] = elapsed()
+        lm_resume.save(resume, {
+            "fingerprint": expected, "plan_total": plan["total"], "position": dict(pos), "order": order,
+            "lora": {n: {"A": w.lora_A.detach().cpu().clone(), "B": w.lora_B.detach().cpu().clone()} for n, w in wrapped.items()},
+            "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "rng": lm_resume.rng_states(rng, device)})
+
+    micro = run.get("micro_tokens", run["tokens_per_batch"])
     model.train()
-    t0, step, seen_tokens, stopped = time.time(), 0, 0, False
-    for epoch in range(run["epochs"]):
-        for b in batches(train, run["tokens_per_batch"], rng):
-            inputs = collate(b, device)
-            loss = model(**inputs).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            step += 1
-            seen_tokens += int(inputs["attention_mask"].sum())
-            if step == 20:
-                # The schedule decays to zero within the time budget: at this step's pace, fewer steps
-                # than planned may fit, and a run cut off at full learning rate is worse than a shorter one.
-                fit = int(budget_s / ((time.time() - t0) / step))
-                if fit < plan["total"]:
-                    log(f"{run['name']}: {plan['total']} steps do not fit {budget_s:.0f} s; planning {fit}")
-                    plan["total"] = fit
-            if step % 25 == 0 or step == plan["total"]:
-                log(f"{run['name']} epoch {epoch + 1} step {step}/{plan['total']} loss {loss.item():.4f} "
-                    f"{seen_tokens / (time.time() - t0):.0f} tokens/s")
-            if step >= plan["total"] or time.time() - t0 > budget_s:
-                stopped = step < per_epoch * run["epochs"]
-                if stopped:
-                    log(f"{run['name']}: stopping at step {step} of {per_epoch * run['epochs']} (time budget {budget_s:.0f} s)")
-                break
-        if stopped:
-            break
+    if should_stop is not None:
+        should_stop.soft = True
+    try:
+        while not pos["trained"]:
+            if order is None:
+                order = [[index[id(e)] for e in b] for b in batches(train, run["tokens_per_batch"], rng)]
+            done = False
+            while pos["batch"] < len(order) and not done:
+                loss, tokens = accumulate(model, [train[i] for i in order[pos["batch"]]], micro, device)
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                opt.step()
+                sched.step()
+                opt.zero_grad(set_to_none=True)
+                pos["batch"] += 1
+                pos["step"] += 1
+                pos["seen_tokens"] += tokens
+                step = pos["step"]
+                if step == 20 and budget_s is not None:
+                    # The schedule decays to zero within the time budget: at this step's pace, fewer steps
+                    # than planned may fit, and a run cut off at full learning rate is worse than a shorter one.
+                    fit = int(budget_s / (elapsed() / step))
+                    if fit < plan["total"]:
+                        log(f"{run['name']}: {plan['total']} steps do not fit {budget_s:.0f} s; planning {fit}")
+                        plan["total"] = fit
+                now = time.time()
+                if step % 25 == 0 or step == plan["total"] or now - last_log >= 60:
+                    pace = (now - t0) / max(step - step0, 1)
+                    log(f"{run['name']} epoch {pos['epoch'] + 1} step {step}/{plan['total']} loss {loss.item():.4f} "
+                        f"{(pos['seen_tokens'] - tokens0) / (now - t0):.0f} tokens/s "
+                        f"ETA {max(plan['total'] - step, 0) * pace / 60:.0f} min "
+                        f"({(pos['seen_tokens'] - tokens0) / max(time.process_time() - cpu0, 1e-9):.0f} tokens per CPU second)")
+                    last_log = now
+                done = step >= plan["total"] or (budget_s is not None and elapsed() > budget_s)
+                if done:
+                    break
+                stop = should_stop is not None and should_stop(step)
+                if resume is not None and (stop or now - last_save >= checkpoint_s):
+                    save()
+                    last_save = time.time()
+                    log(f"{run['name']}: checkpoint at step {step} ({last_save - now:.1f} s to save)")
+                if stop:
+                    raise Stopped(f"{run['name']}: stopped after step {step}" + (", checkpoint saved" if resume else ""))
+            if done or pos["epoch"] + 1 >= run["epochs"]:
+                pos["trained"] = True
+                pos["stopped"] = pos["step"] < per_epoch * run["epochs"]
+                if pos["stopped"]:
+                    log(f"{run['name']}: stopping at step {pos['step']} of {per_epoch * run['epochs']} "
+                        f"(time budget {budget_s} s)")
+            else:
+                pos["epoch"] += 1
+                pos["batch"] = 0
+                order = None
+    finally:
+        if should_stop is not None:
+            should_stop.soft = False
+    if resume is not None and not trained_before:
+        save()  # the held-out loss and the generation that follow may be stopped too
+    if should_stop is not None and should_stop.asked:  # asked during the last step
+        raise Stopped(f"{run['name']}: stopped once trained" + (", checkpoint saved" if resume else ""))
     model.eval()
-    stats = {"run": run["name"], "task": run["task"], "examples": len(train), "steps": step,
-             "epochs": round(step / per_epoch, 2),
-             "seconds": round(time.time() - t0, 1), "tokens_per_s": round(seen_tokens / (time.time() - t0)),
-             "stopped_early": stopped}
+    seconds = pos["elapsed_s"] if trained_before else elapsed()
+    stats = {"run": run["name"], "task": run["task"], "examples": len(train), "steps": pos["step"],
+             "epochs": round(pos["step"] / per_epoch, 2),
+             "seconds": round(seconds, 1), "tokens_per_s": round(pos["seen_tokens"] / max(seconds, 1e-9)),
+             "stopped_early": pos["stopped"]}
     return wrapped, stats
+
+
+def accumulate(model: Any, batch: list[Example], micro_tokens: int, device: Any) -> tuple[torch.Tensor, int]:
+    """The batch's loss (mean over its target tokens) backpropagated in pieces of at most
+    `micro_tokens` padded tokens: each piece's mean weighted by its share of the batch's target
+    tokens, so the gradients add up to the whole batch's (on the CPU a 12,288-token batch at once
+    holds over 20 GB of activations). Returns the loss (a tensor: no device sync here) and the
+    batch's tokens."""
+    pieces: list[list[Example]] = [[]]
+    for e in batch:  # `batches` sorted them by length: pieces pad little
+        if pieces[-1] and (len(pieces[-1]) + 1) * max(len(x.ids) for x in [*pieces[-1], e]) > micro_tokens:
+            pieces.append([])
+        pieces[-1].append(e)
+    if len(pieces) == 1:  # as before accumulation existed (the GPU's batches)
+        inputs = collate(batch, device)
+        loss = model(**inputs).loss
+        loss.backward()
+        return loss.detach(), int(inputs["attention_mask"].sum())
+    targets = sum(sum(1 for t in e.labels[1:] if t != -100) for e in batch)
+    total, tokens = torch.zeros((), device=device), 0
+    for piece in pieces:
+        inputs = collate(piece, device)
+        n = int((inputs["labels"][:, 1:] != -100).sum())
+        loss = model(**inputs).loss * (n / targets)
+        loss.backward()
+        total += loss.detach()
+        tokens += int(inputs["attention_mask"].sum())
+    return total, tokens
 
 
 def heldout_loss(model: Any, rows: list[dict[str, Any]], run: dict[str, Any], device: Any) -> float:
     held = task_examples(rows, run, "heldout")[:run.get("heldout_limit")]
     total, count = 0.0, 0
     with torch.no_grad():
-        for b in batches(held, run["tokens_per_batch"], random.Random(0)):
+        for b in batches(held, run.get("micro_tokens", run["tokens_per_batch"]), random.Random(0)):
             inputs = collate(b, device)
             n = int((inputs["labels"][:, 1:] != -100).sum())
             total += model(**inputs).loss.item() * n
@@ -266,7 +401,11 @@ def generate(model: Any, rows: list[dict[str, Any]], task: str, stop_ids: list[i
     return [{"id": r["id"], "generated": outs[r["id"]], "references": [s["text"] for s in r["steps"]]} for r in held]
 
 
-def train(pack: Path, config: dict[str, Any], out: Path, device_name: str, only: list[str] | None) -> None:
+def train(pack: Path, config: dict[str, Any], out: Path, device_name: str, only: list[str] | None,
+          threads: int | None = None, should_stop: StopRequest | None = None) -> None:
+    """Each run of the config in turn into `out`. A run whose adapter and generated lines are both
+    there is done and skipped; one with a checkpoint (config `checkpoint_s`, default 300 s; null:
+    none) resumes from it, so the same command after a stop goes on where it was."""
     from safetensors.torch import save_file
     out.mkdir(parents=True, exist_ok=True)
     logf = (out / "log.txt").open("a")
@@ -277,11 +416,33 @@ def train(pack: Path, config: dict[str, Any], out: Path, device_name: str, only:
         logf.write(line + "\n")
         logf.flush()
 
+    threads = threads if threads is not None else config.get("threads")
+    if threads is not None:
+        # On a shared CPU the job takes what it is given and no more (interop too: one pool).
+        torch.set_num_threads(int(threads))
+        try:
+            torch.set_num_interop_threads(1)
+        except RuntimeError:  # already set in this process (tests)
+            pass
+    checkpoint_s = config.get("checkpoint_s", 300.0)
     device = pick_device(device_name)  # fp32 with TF32 on CUDA
     if device.type == "cuda":
         log(f"device {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+    else:
+        log(f"device cpu, {torch.get_num_threads()} threads, torch {torch.__version__}")
     import transformers
     log(f"transformers {transformers.__version__}")
+    runs = [r for r in config["runs"] if not only or r["name"] in only]
+    before = {s["run"]: s for s in (json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else [])}
+    todo = [r for r in runs if not finished(out, r["name"])]
+    summary: list[dict[str, Any]] = [before.get(r["name"], {"run": r["name"]}) for r in runs if r not in todo]
+    for r in runs:
+        if r not in todo:
+            log(f"run {r['name']}: adapter and generated lines there already; skipped")
+    if not todo:
+        write_atomic(out / "summary.json", json.dumps(summary, indent=1) + "\n")
+        log("done")
+        return
     rows = read_jsonl(pack / "examples.jsonl")
     stop_ids = json.loads((pack / "stop-ids.json").read_text())
     vocab = np.load(pack / "vocab.npy")
@@ -296,24 +457,30 @@ def train(pack: Path, config: dict[str, Any], out: Path, device_name: str, only:
         f"argmax equal {bool((got.argmax(-1) == ref['logits'].argmax(-1)).all())}")
     if diff > 0.05 * float(np.abs(ref["logits"]).max()):
         raise RuntimeError("the base model built here does not compute what it computed where it was packed")
-    summary: list[dict[str, Any]] = []
-    for run in config["runs"]:
-        if only and run["name"] not in only:
-            continue
+    for run in todo:
         model = base  # its weights stay frozen: unwrapping the LoRA layers (finally) restores the base
+        ckpt = lm_resume.checkpoint_path(out, run["name"]) if checkpoint_s is not None else None
         try:
-            wrapped, stats = train_run(model, run, rows, device, log, run.get("budget_s", 1e9))
+            wrapped, stats = train_run(model, run, rows, device, log, run.get("budget_s"), ckpt,
+                                       float(checkpoint_s or 0), should_stop)
             save_file(adapter_tensors(wrapped), str(out / f"adapter-{run['name']}.safetensors"),
                       metadata={"rank": str(run["rank"]), "alpha": str(run["alpha"]), "task": run["task"]})
             stats["heldout_loss"] = round(heldout_loss(model, rows, run, device), 4)
             log(json.dumps(stats))
             t1 = time.time()
-            gen = generate(model, rows, run["task"], stop_ids, device, limit=run.get("heldout_limit"))
+            gen = generate(model, rows, run["task"], stop_ids, device, batch_size=run.get("generate_batch", 64),
+                           limit=run.get("heldout_limit"))
             for g in gen:
                 g["generated"] = [[int(vocab[t]) for t in line] for line in g["generated"]]
             write_atomic(out / f"generated-{run['name']}.jsonl", "".join(json.dumps(g) + "\n" for g in gen))
             stats["generate_s"] = round(time.time() - t1, 1)
             summary.append(stats)
+            if ckpt is not None:
+                lm_resume.remove(ckpt)  # done: the adapter and the generated lines say so now
+        except Stopped as e:
+            log(f"{e}; the same command again resumes it")
+            write_atomic(out / "summary.json", json.dumps(summary, indent=1) + "\n")
+            raise
         except Exception as e:  # one run's failure must not cost the others their minutes
             log(f"run {run['name']} failed: {type(e).__name__}: {e}")
             summary.append({"run": run["name"], "error": f"{type(e).__name__}: {e}"})
@@ -325,6 +492,37 @@ def train(pack: Path, config: dict[str, Any], out: Path, device_name: str, only:
                         setattr(module, child_name, child.base)
         write_atomic(out / "summary.json", json.dumps(summary, indent=1) + "\n")
     log("done")
+
+
+def finished(out: Path, run_name: str) -> bool:
+    return (out / f"adapter-{run_name}.safetensors").exists() and (out / f"generated-{run_name}.jsonl").exists()
+
+
+def check_clean(data: Path, shared: Path, packed: Path | None = None) -> dict[str, int]:
+    """The decoders' training files of `data` (ambigqa data build) hold no eval-300 and no second-set
+    question (train/splits/asqa-second.txt), by id or by question text, nor do the examples packed
+    from them (`packed`, lm-pack's examples.jsonl, by id): what the adapters trained on them must
+    never have seen. Raises ValueError naming the first few that do."""
+    from .data import load_eval300
+    held = load_eval300(shared)
+    counts: dict[str, int] = {}
+    bad: list[str] = []
+    for name in ("qd-train", "qd-heldout", "spanseqgen2-train", "spanseqgen2-heldout"):
+        path = data / f"{name}.jsonl"
+        if not path.exists():
+            raise ValueError(f"{path} is missing (ambigqa data build)")
+        rows = read_jsonl(path)
+        counts[name] = len(rows)
+        bad += [f"{name}:{r['id']}" for r in rows if held.excludes(r.get("qid"), r["question"])]
+    if packed is not None:
+        # lm-pack keeps data build's ids: `source:qid` (SpanSeqGen) and `source:qid:prompt` (QD).
+        rows = read_jsonl(packed)
+        counts["packed"] = len(rows)
+        bad += [f"packed:{r['id']}" for r in rows if r["id"].split(":")[1] in held.ids]
+    if bad:
+        raise ValueError(f"{len(bad)} rows of {data} are eval-300 or second-set questions "
+                         f"(e.g. {', '.join(bad[:5])}): rebuild it with the current `ambigqa data build`")
+    return {**counts, "held_out_ids": len(held.ids)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -341,11 +539,28 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--out", type=Path, required=True)
     t.add_argument("--device", default="cpu")
     t.add_argument("--only", nargs="*")
+    t.add_argument("--threads", type=int, help="torch threads (default: the config's `threads`, else torch's own)")
+    c = sub.add_parser("check-clean")
+    c.add_argument("--data", type=Path, required=True, help="ambigqa data build's output (data/train)")
+    c.add_argument("--shared", type=Path, required=True, help="the shared data folder (../shared/data)")
+    c.add_argument("--packed", type=Path, help="lm-pack's examples.jsonl, checked by id too")
     a = ap.parse_args(argv)
     if a.command == "prepare":
         print(json.dumps(prepare(a.examples, a.gguf, a.out, a.parts)))
+    elif a.command == "check-clean":
+        try:
+            print(json.dumps(check_clean(a.data, a.shared, a.packed)))
+        except ValueError as e:
+            raise SystemExit(f"check-clean: {e}") from None
     else:
-        train(a.pack, json.loads(a.config.read_text()), a.out, a.device, a.only)
+        # SIGTERM (scripts/train-lm-cpu stop, a shutdown) or Ctrl-C: StopRequest, then exit 75
+        # (EX_TEMPFAIL: the same command resumes).
+        stop = StopRequest()
+        stop.install()
+        try:
+            train(a.pack, json.loads(a.config.read_text()), a.out, a.device, a.only, a.threads, stop)
+        except Stopped:
+            raise SystemExit(75) from None
 
 
 if __name__ == "__main__":

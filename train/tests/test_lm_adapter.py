@@ -132,3 +132,184 @@ def test_gguf_names_map_both_ways() -> None:
     assert lm_base.hf_name("blk.3.attn_output.weight") == "model.layers.3.self_attn.o_proj.weight"
     assert lm_adapter_gguf.gguf_name("model.layers.3.self_attn.o_proj") == "blk.3.attn_output.weight"
     assert lm_adapter_gguf.gguf_name("model.layers.17.mlp.gate_proj") == "blk.17.ffn_gate.weight"
+
+
+# --- checkpoint and resume -------------------------------------------------------------------------
+# A run stopped and resumed (several times, across an epoch's end, with steps after the last
+# checkpoint lost and redone) ends with the tensors of the same run uninterrupted: dropout on, so
+# torch's generator matters as much as the batch order's.
+
+RESUME_RUN = {"name": "r", "task": "qd", "rank": 4, "alpha": 8, "dropout": 0.1, "lr": 1e-2, "epochs": 3, "max_len": 64,
+              "tokens_per_batch": 48, "seed": 5}
+
+
+def lora_of(wrapped: dict[str, object]) -> dict[str, torch.Tensor]:
+    return {f"{n}.{k}": getattr(w, f"lora_{k}").detach().clone() for n, w in wrapped.items() for k in ("A", "B")}
+
+
+def test_a_stopped_run_resumes_to_the_uninterrupted_runs_tensors(packed: tuple[Path, dict[str, np.ndarray], np.ndarray], tmp_path: Path) -> None:
+    import shutil
+
+    from ambigqa_train import lm_resume
+    pack, _, _ = packed
+    rows = examples(24)
+    cpu = torch.device("cpu")
+    logs: list[str] = []
+    straight, stats = train_lm_adapter.train_run(lm_base.build_model(pack), RESUME_RUN, rows, cpu, logs.append)
+    per_epoch = stats["steps"] // RESUME_RUN["epochs"]
+    assert per_epoch >= 4 and stats["steps"] == per_epoch * RESUME_RUN["epochs"] and not stats["stopped_early"]
+    expected = lora_of(straight)
+    assert all(float(t.abs().max()) > 0 for n, t in expected.items() if n.endswith(".B")), "training moved B off zero"
+
+    ckpt = lm_resume.checkpoint_path(tmp_path, "r")
+    early, late = per_epoch - 1, per_epoch + 2  # within the first epoch, then within the second
+    with pytest.raises(train_lm_adapter.Stopped):
+        train_lm_adapter.train_run(lm_base.build_model(pack), RESUME_RUN, rows, cpu, logs.append, resume=ckpt,
+                                   checkpoint_s=1e9, should_stop=train_lm_adapter.StopRequest(at_step=early))
+    kept = tmp_path / "kept.pt"
+    shutil.copy(ckpt, kept)
+    with pytest.raises(train_lm_adapter.Stopped):
+        train_lm_adapter.train_run(lm_base.build_model(pack), RESUME_RUN, rows, cpu, logs.append, resume=ckpt,
+                                   checkpoint_s=0, should_stop=train_lm_adapter.StopRequest(at_step=late))
+    assert torch.load(ckpt, weights_only=True)["position"]["step"] == late
+    # A kill after `early`'s checkpoint: the steps since are lost, and redone.
+    shutil.copy(kept, ckpt)
+    resumed, stats2 = train_lm_adapter.train_run(lm_base.build_model(pack), RESUME_RUN, rows, cpu, logs.append, resume=ckpt)
+    assert any(f"resumed at step {early}/" in line for line in logs)
+    assert stats2["steps"] == stats["steps"]
+    got = lora_of(resumed)
+    assert got.keys() == expected.keys() and len(got) == 14
+    for n in expected:
+        torch.testing.assert_close(got[n], expected[n], rtol=1e-5, atol=1e-6, msg=n)
+    # Once trained, the checkpoint says so: a stop during generation resumes without training again.
+    assert torch.load(ckpt, weights_only=True)["position"]["trained"]
+    again, stats3 = train_lm_adapter.train_run(lm_base.build_model(pack), RESUME_RUN, rows, cpu, logs.append, resume=ckpt)
+    assert "training done" in logs[-1] and stats3["steps"] == stats["steps"]
+    for n, t in lora_of(again).items():
+        torch.testing.assert_close(t, expected[n], rtol=0, atol=0)
+
+
+def test_a_checkpoint_of_another_recipe_is_refused(packed: tuple[Path, dict[str, np.ndarray], np.ndarray], tmp_path: Path) -> None:
+    from ambigqa_train import lm_resume
+    pack, _, _ = packed
+    rows = examples(24)
+    ckpt = lm_resume.checkpoint_path(tmp_path, "r")
+    with pytest.raises(train_lm_adapter.Stopped):
+        train_lm_adapter.train_run(lm_base.build_model(pack), RESUME_RUN, rows, torch.device("cpu"), lambda _m: None,
+                                   resume=ckpt, should_stop=train_lm_adapter.StopRequest(at_step=2))
+    with pytest.raises(ValueError, match=r"another run \(run differ"):
+        train_lm_adapter.train_run(lm_base.build_model(pack), dict(RESUME_RUN, lr=2e-2), rows, torch.device("cpu"),
+                                   lambda _m: None, resume=ckpt)
+
+
+def test_a_batch_in_pieces_gives_the_whole_batchs_loss_and_gradients(packed: tuple[Path, dict[str, np.ndarray], np.ndarray]) -> None:
+    # What lets the CPU keep the recipe's 12,288-token batch within memory (config `micro_tokens`).
+    pack, _, _ = packed
+    rng = random.Random(3)
+    batch = [train_lm_adapter.Example(f"x{i}", [2, *[rng.randrange(4, 9) for _ in range(n)]], [-100] * 3 + [rng.randrange(4, 9) for _ in range(n - 2)])
+             for i, n in enumerate([5, 6, 6, 9, 11, 12])]
+    grads, losses = [], []
+    for micro in (10_000, 24):  # one piece; four
+        model = lm_base.build_model(pack)
+        wrapped = train_lm_adapter.add_lora(model, 4, 8, 0.0, seed=2)
+        for w in wrapped.values():
+            torch.nn.init.normal_(w.lora_B, std=0.1)  # B at zero gives A no gradient to compare
+        model.train()
+        loss, tokens = train_lm_adapter.accumulate(model, batch, micro, torch.device("cpu"))
+        assert tokens == sum(len(e.ids) for e in batch)
+        losses.append(float(loss))
+        grads.append({f"{n}.{k}": getattr(w, f"lora_{k}").grad.clone() for n, w in wrapped.items() for k in ("A", "B")})
+    assert losses[0] > 0 and abs(losses[0] - losses[1]) < 1e-5
+    assert len(grads[0]) == 14 and all(float(g.abs().max()) > 0 for g in grads[0].values())
+    for n, g in grads[0].items():
+        torch.testing.assert_close(grads[1][n], g, rtol=1e-4, atol=1e-6, msg=n)
+
+
+def full_pack(pack: Path, dest: Path) -> Path:
+    """The fixture's packed base with what `prepare` adds beside it (vocabulary, stop ids, reference
+    logits, the examples), for `train` end to end."""
+    import shutil
+    shutil.copytree(pack, dest)
+    np.save(dest / "vocab.npy", np.array([0, 1, 2, 3, 5, 8, 13, 21, 34], dtype=np.int64))
+    (dest / "stop-ids.json").write_text("[1]")
+    (dest / "examples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in examples(24)))
+    ids = [2, 4, 5, 6]
+    with torch.no_grad():
+        logits = lm_base.build_model(dest)(input_ids=torch.tensor([ids])).logits[0].numpy()
+    np.savez(dest / "reference.npz", ids=np.array(ids), logits=logits)
+    return dest
+
+
+def test_train_resumes_after_a_stop_and_skips_finished_runs(packed: tuple[Path, dict[str, np.ndarray], np.ndarray], tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+    pack = full_pack(packed[0], tmp_path / "pack")
+    config = {"threads": 2, "checkpoint_s": 0,
+              "runs": [dict(RESUME_RUN, name="first", epochs=2, micro_tokens=24, heldout_limit=2),
+                       dict(RESUME_RUN, name="second", epochs=2, seed=9, heldout_limit=2)]}
+    train_lm_adapter.train(pack, config, tmp_path / "straight", "cpu", None)
+    with pytest.raises(train_lm_adapter.Stopped):
+        train_lm_adapter.train(pack, config, tmp_path / "stopped", "cpu", None, should_stop=train_lm_adapter.StopRequest(at_step=5))
+    assert not (tmp_path / "stopped" / "adapter-first.safetensors").exists()
+    assert (tmp_path / "stopped" / "checkpoint-first" / "state.pt").exists()
+    train_lm_adapter.train(pack, config, tmp_path / "stopped", "cpu", None)
+    for run in ("first", "second"):
+        a = load_file(str(tmp_path / "straight" / f"adapter-{run}.safetensors"))
+        b = load_file(str(tmp_path / "stopped" / f"adapter-{run}.safetensors"))
+        assert a.keys() == b.keys() and len(a) == 14
+        for k in a:
+            torch.testing.assert_close(b[k], a[k], rtol=1e-3, atol=1e-4, msg=k)
+        assert not (tmp_path / "stopped" / f"checkpoint-{run}").exists(), "a finished run leaves no checkpoint"
+    summary = json.loads((tmp_path / "stopped" / "summary.json").read_text())
+    assert [s["run"] for s in summary] == ["first", "second"] and all(s["steps"] > 0 for s in summary)
+    # Run again: both are done, nothing is trained or rewritten.
+    mtime = (tmp_path / "stopped" / "adapter-first.safetensors").stat().st_mtime_ns
+    train_lm_adapter.train(pack, config, tmp_path / "stopped", "cpu", None)
+    log = (tmp_path / "stopped" / "log.txt").read_text().splitlines()
+    assert sum("skipped" in line for line in log[-3:]) == 2 and log[-1].endswith("done")
+    assert (tmp_path / "stopped" / "adapter-first.safetensors").stat().st_mtime_ns == mtime
+    assert json.loads((tmp_path / "stopped" / "summary.json").read_text()) == summary
+
+
+def test_a_signal_stops_after_the_step_within_training_and_at_once_elsewhere() -> None:
+    import os
+    import signal
+    stop = train_lm_adapter.StopRequest()
+    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        stop.install()
+        stop.soft = True
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.asked and stop(1)
+        stop.soft = False
+        with pytest.raises(train_lm_adapter.Stopped, match="signal"):
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # the handler runs between bytecodes, soon after the signal
+                pass
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    assert not train_lm_adapter.StopRequest(at_step=3)(2) and train_lm_adapter.StopRequest(at_step=3)(3)
+
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+@pytest.mark.prerequisite(None if (SHARED / "splits/eval-300.txt").exists()
+                          else f"needs {SHARED / 'splits/eval-300.txt'} (the shared data folder beside the project), which is absent")
+def test_check_clean_refuses_a_second_set_question(tmp_path: Path) -> None:
+    second = (Path(__file__).resolve().parents[1] / "splits" / "asqa-second.txt").read_text().split()
+    assert len(second) == 324
+    clean = {"id": "ambignq-train:1:0.0", "qid": "1", "question": "Who wrote a question nobody asked?"}
+    for name in ("qd-train", "qd-heldout", "spanseqgen2-train", "spanseqgen2-heldout"):
+        (tmp_path / f"{name}.jsonl").write_text(json.dumps(clean) + "\n")
+    counts = train_lm_adapter.check_clean(tmp_path, SHARED)
+    assert counts["qd-train"] == 1 and counts["held_out_ids"] == 624
+    # lm-pack's examples, checked by the ids data build gave them.
+    (tmp_path / "packed.jsonl").write_text(json.dumps({"id": "ambignq-train:1:0"}) + "\n")
+    assert train_lm_adapter.check_clean(tmp_path, SHARED, tmp_path / "packed.jsonl")["packed"] == 1
+    (tmp_path / "packed.jsonl").write_text(json.dumps({"id": f"asqa-dev:{second[1]}:0"}) + "\n")
+    with pytest.raises(ValueError, match=f"packed:asqa-dev:{second[1]}:0"):
+        train_lm_adapter.check_clean(tmp_path, SHARED, tmp_path / "packed.jsonl")
+    (tmp_path / "spanseqgen2-train.jsonl").write_text(json.dumps(dict(clean, id=f"asqa-dev:{second[0]}", qid=second[0])) + "\n")
+    with pytest.raises(ValueError, match=f"spanseqgen2-train:asqa-dev:{second[0]}"):
+        train_lm_adapter.check_clean(tmp_path, SHARED)
