@@ -1,9 +1,11 @@
 // ONNX inference on a GPU against the CPU, in one process on one machine (the GPU issue's queue
 // step a): the same questions asked through the whole pipeline (retrieval, reading, the decider;
 // no rewrites) once with every ONNX model on the CPU and once on --device;
-// the answers must be equal (the same strings in the same order; confidences compared), and
+// the answers are compared (the same strings in the same order; the confidences of the answers both
+// give: maxConfidenceGap), and
 // answers/s at 8 and 32 in flight are printed for both, side by side.
-// Usage: node dist/bench/device-infer.js --store DIR --questions FILE.json --device cuda|webgpu|auto [--limit N] [--out FILE.json] [--qd DIR]
+// Usage: node dist/bench/device-infer.js --store DIR --questions FILE.json --device cuda|webgpu|auto [--limit N] [--read N] [--levels 8,32] [--out FILE.json] [--qd DIR]
+// (--read: passages read per question, default the config's; a software GPU is slow.)
 // (--qd: the QD model the pipeline loads, unused without rewrites: by default the ONNX BART of
 // assets/models/qd, so that the decoder's 253 MB llama.cpp base need not travel to a GPU machine.)
 // (FILE.json: a JSON list of question strings; scripts/gpu-runtime pack writes eval-300's first 50).
@@ -20,7 +22,7 @@ import { openPipeline } from '../src/pipeline/open-pipeline.js'
 import { writeAtomic } from '../core/write-atomic.js'
 import type { Disambiguated } from '../core/stages.js'
 
-const { values } = parseArgs({ options: { store: { type: 'string' }, questions: { type: 'string' }, device: { type: 'string', default: 'auto' }, limit: { type: 'string', default: '50' }, out: { type: 'string' }, levels: { type: 'string', default: '8,32' }, qd: { type: 'string', default: join(DEFAULT_READER_DIR, 'qd') } } })
+const { values } = parseArgs({ options: { store: { type: 'string' }, questions: { type: 'string' }, device: { type: 'string', default: 'auto' }, limit: { type: 'string', default: '50' }, out: { type: 'string' }, levels: { type: 'string', default: '8,32' }, read: { type: 'string' }, qd: { type: 'string', default: join(DEFAULT_READER_DIR, 'qd') } } })
 const device = values.device as Device
 if (!DEVICES.includes(device) || device === 'cpu') throw new Error(`--device must be one of ${DEVICES.filter((d) => d !== 'cpu').join(', ')}, not ${values.device}`)
 if (!values.store || !values.questions) throw new Error('--store DIR and --questions FILE.json are required')
@@ -36,7 +38,7 @@ async function run(on: Device): Promise<Run> {
   const warnings: string[] = []
   const logger = pino({ level: 'warn' }, { write: (line: string) => { warnings.push(JSON.parse(line).msg as string) } })
   const config = loadConfig({ flags: { store: values.store, 'log.level': 'warn', 'reader.device': on, 'reranker.device': on, 'dense.device': on, 'reader.qd': values.qd } })
-  const options = { retrieve: config.reader.retrieve, read: config.reader.read, disambiguate: false }
+  const options = { retrieve: config.reader.retrieve, read: values.read ? Number(values.read) : config.reader.read, disambiguate: false }
   let t = performance.now()
   const pipeline = await openPipeline(config, logger)
   const loadSeconds = (performance.now() - t) / 1000
@@ -64,18 +66,25 @@ const cpu = await run('cpu')
 const gpu = await run(device)
 let sameAnswers = 0
 let maxConfidenceGap = 0
-const differ: { question: string; cpu: string[]; device: string[] }[] = []
+// A question whose answers differ lists both sides with their confidences: the int8 models move by
+// their own rounding (BENCHMARKS.md, "Every model on a GPU API"), so an answer near the cut may be
+// on one side only.
+const differ: { question: string; cpu: [string, number][]; device: [string, number][] }[] = []
 questions.forEach((question, i) => {
   const a = cpu.answers[i]!.answers
   const b = gpu.answers[i]!.answers
-  const same = a.length === b.length && a.every((x, k) => x.answer === b[k]!.answer)
-  if (same) {
-    sameAnswers++
-    a.forEach((x, k) => { maxConfidenceGap = Math.max(maxConfidenceGap, Math.abs(x.confidence - b[k]!.confidence)) })
-  } else differ.push({ question, cpu: a.map((x) => x.answer), device: b.map((x) => x.answer) })
+  for (const x of a) {
+    const y = b.find((z) => z.answer === x.answer)
+    if (y) maxConfidenceGap = Math.max(maxConfidenceGap, Math.abs(x.confidence - y.confidence))
+  }
+  if (a.length === b.length && a.every((x, k) => x.answer === b[k]!.answer)) sameAnswers++
+  else differ.push({ question, cpu: a.map((x) => [x.answer, Number(x.confidence.toFixed(4))]), device: b.map((x) => [x.answer, Number(x.confidence.toFixed(4))]) })
 })
+// Mesa's lavapipe (scripts/software-gpu) computes on the CPU: its numbers are a software device's.
+const icd = process.env.VK_DRIVER_FILES ?? process.env.VK_ICD_FILENAMES ?? ''
 const report = {
-  questions: questions.length, device, ran: gpu.ran, sameAnswers, maxConfidenceGap: Number(maxConfidenceGap.toExponential(2)), differ,
+  questions: questions.length, device, ran: gpu.ran,
+  ...(gpu.ran === 'webgpu' && /lvp/.test(icd) ? { vulkanDriver: `lavapipe, a software Vulkan driver on the CPU, not a GPU (${icd})` } : {}), sameAnswers, maxConfidenceGap: Number(maxConfidenceGap.toExponential(2)), differ,
   loadSeconds: { cpu: cpu.loadSeconds, [device]: gpu.loadSeconds },
   answersPerSecond: Object.fromEntries(levels.map((n) => [n, { cpu: cpu.perSecond[n], [device]: gpu.perSecond[n] }])),
   warnings: gpu.warnings,

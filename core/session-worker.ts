@@ -5,7 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import ort from './onnx-runtime.js'
 import type { Logger } from './log.js'
-import { createSession, deviceOf, type SessionOptions } from './onnx-session.js'
+import { createSession, deviceNoteOf, deviceOf, type SessionOptions } from './onnx-session.js'
 import type { FromWorker, ToWorker, WireTensor } from './worker-session.js'
 
 const { path, options } = workerData as { path: string; options: Omit<SessionOptions, 'logger'> }
@@ -34,7 +34,7 @@ try {
       post({ kind: 'error', id: message.id, message: error instanceof Error ? error.message : String(error) })
     }
   })
-  post({ kind: 'ready', inputNames: [...session.inputNames], outputNames: [...session.outputNames], device: deviceOf(session) })
+  post({ kind: 'ready', inputNames: [...session.inputNames], outputNames: [...session.outputNames], device: deviceOf(session), note: deviceNoteOf(session) })
 } catch (error) {
   post({ kind: 'failed', message: error instanceof Error ? error.message : String(error) })
 }

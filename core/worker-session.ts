@@ -7,13 +7,14 @@ import { Worker } from 'node:worker_threads'
 import ort from './onnx-runtime.js'
 import { ERR_INTERNAL } from './errors.js'
 import { silentLogger, type Logger } from './log.js'
+import { recordModel } from './model-devices.js'
 import type { RunDevice, SessionOptions } from './onnx-session.js'
 
 type TypedArray = Float32Array | BigInt64Array | Int32Array | Uint8Array | Int8Array | Float64Array
 export interface WireTensor { type: string; data: TypedArray; dims: number[] }
 export type ToWorker = { kind: 'run'; id: number; feeds: Record<string, WireTensor> } | { kind: 'release' }
 export type FromWorker =
-  | { kind: 'ready'; inputNames: string[]; outputNames: string[]; device: RunDevice }
+  | { kind: 'ready'; inputNames: string[]; outputNames: string[]; device: RunDevice; note: string }
   | { kind: 'failed'; message: string }
   | { kind: 'warning'; fields: object; message: string }
   | { kind: 'result'; id: number; outputs: Record<string, WireTensor> }
@@ -26,6 +27,7 @@ export class WorkerSession {
   private readonly pending = new Map<number, Pending>()
   private next = 0
   private dead: Error | undefined
+  private forget: () => void = () => {}
 
   private constructor(private readonly worker: Worker, readonly inputNames: readonly string[], readonly outputNames: readonly string[], private readonly path: string,
     /** Where the session runs (the CPU when a GPU provider asked for could not start). */
@@ -52,7 +54,7 @@ export class WorkerSession {
     const log: Logger = logger ?? silentLogger
     const worker = new Worker(new URL('./session-worker.js', import.meta.url), { workerData: { path, options: plain } })
     const listeners: { message?: (m: FromWorker) => void; error?: (e: Error) => void; exit?: (code: number) => void } = {}
-    const ready = await new Promise<{ inputNames: string[]; outputNames: string[]; device: RunDevice }>((resolve, reject) => {
+    const ready = await new Promise<{ inputNames: string[]; outputNames: string[]; device: RunDevice; note: string }>((resolve, reject) => {
       listeners.message = (message) => {
         if (message.kind === 'warning') log.warn(message.fields, message.message)
         else if (message.kind === 'ready') resolve(message)
@@ -67,7 +69,9 @@ export class WorkerSession {
     })
     // Only ours: the Worker's own listeners keep its port working.
     worker.off('message', listeners.message!).off('error', listeners.error!).off('exit', listeners.exit!)
-    return new WorkerSession(worker, ready.inputNames, ready.outputNames, path, ready.device)
+    const session = new WorkerSession(worker, ready.inputNames, ready.outputNames, path, ready.device)
+    session.forget = recordModel({ model: path, device: ready.device, ...(ready.note ? { note: ready.note } : {}) })
+    return session
   }
 
   /** Runs the model on the feeds; their buffers are transferred to the worker (do not reuse them). */
@@ -90,6 +94,7 @@ export class WorkerSession {
   async release(): Promise<void> {
     if (this.dead) return
     this.dead = new Error('the session was released')
+    this.forget()
     const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()))
     await Promise.allSettled([...this.pending.values()].map((p) => p.done))
     this.worker.postMessage({ kind: 'release' } satisfies ToWorker)

@@ -2,6 +2,7 @@
 // /health/ready say not ready when a required one is down, instead of a constant "ok".
 import type { Pipeline } from '../pipeline/pipeline.js'
 import type { PassageSource } from '../../retriever/passage-source.js'
+import { describeModelDevices } from '../../core/model-devices.js'
 
 export interface DependencyProbe {
   name: string
@@ -25,7 +26,10 @@ export async function checkHealth(probes: readonly DependencyProbe[]): Promise<H
   return { ok: dependencies.every((d) => d.state === 'UP' || !d.required), dependencies }
 }
 
-/** The passages (store or Elasticsearch index) and the reader models, both required: `ask` is what the server is for. */
+/**
+ * The passages (store or Elasticsearch index) and the reader models, both required: `ask` is what
+ * the server is for. The reader's detail says where each model runs (the CPU, or the GPU asked for).
+ */
 export function standardProbes(passages: PassageSource, pipeline: Pipeline): DependencyProbe[] {
   return [
     { name: passages.kind, required: true, check: async () => `${passages.name}: ${await passages.count()} passages` },
@@ -33,7 +37,8 @@ export function standardProbes(passages: PassageSource, pipeline: Pipeline): Dep
       name: 'reader', required: true,
       check: async () => {
         if (!pipeline.readerAvailable) throw new Error(pipeline.stages.readerProblem ?? 'no reader was configured')
-        return 'loaded'
+        const devices = describeModelDevices()
+        return devices ? `loaded; ${devices}` : 'loaded'
       },
     },
   ]
