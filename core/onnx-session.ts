@@ -106,11 +106,11 @@ export async function createSession(path: string, options: SessionOptions): Prom
           const graph = webgpuGraph(path)
           file = graph.path
           if (graph.rewritten) note = 'int8 operators as float'
-          if (graph.unsupported.size > 0 && !warnedModels.has(path)) {
-            warnedModels.add(path)
+          if (graph.unsupported.size > 0) {
             const ops = [...graph.unsupported].map(([o, n]) => `${o} ×${n}`).join(', ')
-            logger.warn({ model: path, device: provider, ops: Object.fromEntries(graph.unsupported) }, `model ${modelName(path)}: ${ops} have no WebGPU kernel; those nodes run on the CPU inside its WebGPU session`)
             note = [note, `${ops} on the CPU`].filter(Boolean).join('; ')
+            if (!warnedModels.has(path)) logger.warn({ model: path, device: provider, ops: Object.fromEntries(graph.unsupported) }, `model ${modelName(path)}: ${ops} have no WebGPU kernel; those nodes run on the CPU inside its WebGPU session`)
+            warnedModels.add(path)
           }
         }
         const session = await ort.InferenceSession.create(file, { ...base, executionProviders: [provider] })

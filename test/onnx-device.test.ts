@@ -14,7 +14,8 @@ import { promisify } from 'node:util'
 import { test } from 'node:test'
 import pino from 'pino'
 import ort from '../core/onnx-runtime.js'
-import { createSession, defaultSessionOptions, deviceOf, deviceProblem, gpuProviders } from '../core/onnx-session.js'
+import { createSession, defaultSessionOptions, deviceNoteOf, deviceOf, deviceProblem, gpuProviders } from '../core/onnx-session.js'
+import { bytesField, varintField } from '../core/onnx-proto.js'
 import { nodesPerDevice, placement, type NodeRun, type Step } from '../core/onnx-placement.js'
 import { DEFAULT_ENCODERS_DIR, DEFAULT_READER_DIR } from '../core/paths.js'
 import { operatorCounts, webgpuGraph } from '../core/webgpu-graph.js'
@@ -151,6 +152,30 @@ test('an int8 model\'s WebGPU graph (its int8 operators as float ones, core/webg
         await rewritten.release()
       }
     }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('a model holding an operator WebGPU has no kernel for (Round) is named in one warning, not run on the CPU in silence', { skip: skipGpu }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'no-kernel-'))
+  try {
+    const scalar = (name: string) => Buffer.concat([bytesField(1, name), bytesField(2, bytesField(1, Buffer.concat([varintField(1, 1), bytesField(2, bytesField(1, varintField(1, 1)))])))])
+    const graph = Buffer.concat([bytesField(1, Buffer.concat([bytesField(1, 'x'), bytesField(2, 'y'), bytesField(4, 'Round')])), bytesField(2, 'round'), bytesField(11, scalar('x')), bytesField(12, scalar('y'))])
+    const file = join(dir, 'round.onnx')
+    writeFileSync(file, Buffer.concat([varintField(1, 8), bytesField(7, graph), bytesField(8, Buffer.concat([bytesField(1, ''), varintField(2, 13)]))]))
+    const lines: string[] = []
+    const logger = pino({ level: 'warn' }, { write: (line: string) => { lines.push(line) } })
+    for (let i = 0; i < 2; i++) {
+      const session = await createSession(file, { ...defaultSessionOptions, device: 'webgpu', logger })
+      assert.equal(deviceOf(session), 'webgpu')
+      assert.equal(deviceNoteOf(session), 'Round ×1 on the CPU')
+      const out = await session.run({ x: new ort.Tensor('float32', [2.5], [1]) })
+      assert.deepEqual(Array.from(out.y!.data as Float32Array), [2])
+      await session.release()
+    }
+    assert.equal(lines.length, 1, lines.join('\n'))
+    assert.match(JSON.parse(lines[0]!).msg as string, /^model .*round\.onnx: Round ×1 have no WebGPU kernel; those nodes run on the CPU inside its WebGPU session/)
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
