@@ -37,7 +37,7 @@ export class QuestionDisambiguation implements Stage<Read, Disambiguated> {
 
   static async open(settings: DisambiguationSettings, logger?: Logger): Promise<QuestionDisambiguation> {
     if (isLmFolder(settings.qd)) {
-      const lm = await LlamaLm.load(settings.qd, { threads: settings.threads, lookahead: settings.qdLookahead, ...(logger ? { logger } : {}) })
+      const lm = await LlamaLm.load(settings.qd, { threads: settings.threads, lookahead: settings.qdLookahead, device: settings.device, ...(logger ? { logger } : {}) })
       return new QuestionDisambiguation(new LmDisambiguator(lm), lm, undefined, settings.maxBatch)
     }
     const seq2seq = await Seq2SeqModel.load(settings.qd, { precision: settings.precision, device: settings.device, threads: settings.threads, ...(logger ? { logger } : {}) })

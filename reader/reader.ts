@@ -60,7 +60,7 @@ export class Reader implements Stage<Reranked, Read> {
     if (isLmFolder(settings.spanseqgen)) {
       // SpanSeqGen on the pretrained decoder (an lm.json folder trained for `span`; its lm.json
       // says how it is served).
-      const lm = new LmSpanReader(await LlamaLm.load(settings.spanseqgen, { threads: settings.threads, ...(logger ? { logger } : {}) }), { constrainToPassages: settings.constrainToPassages })
+      const lm = new LmSpanReader(await LlamaLm.load(settings.spanseqgen, { threads: settings.threads, device: settings.device, ...(logger ? { logger } : {}) }), { constrainToPassages: settings.constrainToPassages })
       return new Reader(lm, lm, settings.maxBatch)
     }
     const own = shared?.folder === settings.spanseqgen ? undefined : await Seq2SeqModel.load(settings.spanseqgen, device)

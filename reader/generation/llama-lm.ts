@@ -13,7 +13,9 @@ import { createReadStream, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from 'node-llama-cpp'
 import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../../core/errors.js'
+import type { Device } from '../../core/kinds.js'
 import type { Logger } from '../../core/log.js'
+import { recordModel } from '../../core/model-devices.js'
 import { DEFAULT_LM_BASE_DIR } from '../../core/paths.js'
 import { mergeLora } from './gguf-merge.js'
 
@@ -65,6 +67,8 @@ export interface LlamaLmOptions {
   logger?: Logger
   /** Draft tokens read per step by prompt-lookup decoding (0: one token a step). */
   lookahead?: number
+  /** Where llama.cpp computes (openLlama): cpu (the default), cuda, webgpu (its Vulkan device) or auto. */
+  device?: Device
   /**
    * Overrides the folder's `serve` (benchmarks compare both): true serves the base with the
    * adapter merged in, made once into `<baseDir>/merged/`; false applies the adapter at run time.
@@ -141,16 +145,46 @@ export function lookupDraft<T>(source: readonly T[], written: readonly T[], n: n
 }
 
 /**
- * llama.cpp as every user of it here starts it: the CPU binary node-llama-cpp ships prebuilt (never
- * a build or a download), its own log quiet but for errors, which go to `logger`.
+ * llama.cpp as every user of it here starts it: a binary node-llama-cpp ships prebuilt (never a
+ * build or a download), its own log quiet but for errors, which go to `logger`. `device` (the
+ * reader's): cpu, or the GPU build it asks for (cuda: @node-llama-cpp/linux-x64-cuda; webgpu:
+ * @node-llama-cpp/linux-x64-vulkan, on the Vulkan device WebGPU uses; auto: CUDA, then Vulkan). A
+ * build that cannot start, or that sees no device, falls back to the CPU with one warning per
+ * build and process, as the ONNX sessions do: llama.cpp itself would run every layer on the CPU
+ * inside its GPU build without a word.
  */
-export async function openLlama(logger?: Logger): Promise<Llama> {
-  return getLlama({ gpu: false, build: 'never', progressLogs: false, logLevel: LlamaLogLevel.error,
-    logger: (level, message) => { if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) logger?.warn({ llama: message.trim() }, 'llama.cpp') } })
+export async function openLlama(logger?: Logger, device: Device = 'cpu'): Promise<Llama> {
+  const options = { build: 'never', progressLogs: false, logLevel: LlamaLogLevel.error,
+    logger: (level: LlamaLogLevel, message: string) => { if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) logger?.warn({ llama: message.trim() }, 'llama.cpp') } } as const
+  for (const gpu of llamaGpus(device)) {
+    if (llamaFailed.has(gpu)) continue
+    let why: string
+    try {
+      const llama = await getLlama({ ...options, gpu })
+      const devices = llama.gpu === gpu ? await llama.getGpuDeviceNames() : []
+      if (devices.length > 0) return llama
+      why = llama.gpu !== gpu ? `llama.cpp started ${llama.gpu || 'the CPU build'}` : gpu === 'vulkan'
+        ? 'llama.cpp sees no Vulkan GPU; it uses a CPU-type device such as lavapipe only when GGML_VK_VISIBLE_DEVICES names it'
+        : 'llama.cpp sees no CUDA device'
+      await llama.dispose()
+    } catch (error) {
+      why = (error as Error).message
+    }
+    llamaFailed.add(gpu)
+    logger?.warn({ device, gpu, err: why }, `llama.cpp's ${gpu} build is not usable here (${why}); the decoders run on the CPU`)
+  }
+  return getLlama({ ...options, gpu: false })
 }
+
+/** llama.cpp's GPU builds a device asks for, in the order they are tried. */
+export function llamaGpus(device: Device): ('cuda' | 'vulkan')[] {
+  return device === 'auto' ? ['cuda', 'vulkan'] : device === 'cuda' ? ['cuda'] : device === 'webgpu' ? ['vulkan'] : []
+}
+const llamaFailed = new Set<string>()
 
 export class LlamaLm {
   private turn: Promise<unknown> = Promise.resolve()
+  private forget: () => void = () => {}
 
   /** `spec`: undefined for a pretrained model served as it is (loadBase). */
   private constructor(readonly spec: LmFolder | undefined, private readonly llama: Llama, private readonly model: LlamaModel,
@@ -160,18 +194,18 @@ export class LlamaLm {
    * A pretrained GGUF with no adapter (the knowledge check reads what the model learnt in
    * pretraining). `sha256`, when given, must be the file's: a different file would score otherwise.
    */
-  static async loadBase(path: string, options: Pick<LlamaLmOptions, 'threads' | 'logger'> & { sha256?: string; fetch?: string } = {}): Promise<LlamaLm> {
+  static async loadBase(path: string, options: Pick<LlamaLmOptions, 'threads' | 'logger' | 'device'> & { sha256?: string; fetch?: string } = {}): Promise<LlamaLm> {
     const fetch = options.fetch ?? FETCH_BASE
     if (!existsSync(path)) throw ERR_MODEL_MISSING(path, fetch)
     if (options.sha256 !== undefined) {
       const digest = await sha256(path)
       if (digest !== options.sha256) throw ERR_MODEL_INVALID(path, `sha256 ${digest} is not the pinned ${options.sha256}`, `Fetch it again with \`${fetch}\``)
     }
-    const llama = await openLlama(options.logger)
+    const llama = await openLlama(options.logger, options.device)
     try {
       const model = await llama.loadModel({ modelPath: path })
       const context = await model.createContext({ contextSize: 2048, threads: options.threads ?? 2 })
-      return new LlamaLm(undefined, llama, model, context, context.getSequence(), 0)
+      return new LlamaLm(undefined, llama, model, context, context.getSequence(), 0).held(path)
     } catch (e) {
       await llama.dispose()
       throw e
@@ -197,16 +231,29 @@ export class LlamaLm {
         options.logger?.warn({ err: (e as Error).message, base, adapter }, 'could not merge the adapter into its base: applying it at run time')
       }
     }
-    const llama = await openLlama(options.logger)
+    const llama = await openLlama(options.logger, options.device)
     try {
       const model = await llama.loadModel({ modelPath: merged ?? base })
       const lora = merged ? {} : { lora: { adapters: [{ filePath: adapter }] } }
       const context = await model.createContext({ contextSize: 2048, threads: options.threads ?? 2, ...lora })
-      return new LlamaLm(spec, llama, model, context, context.getSequence(), options.lookahead ?? 0)
+      return new LlamaLm(spec, llama, model, context, context.getSequence(), options.lookahead ?? 0).held(dir)
     } catch (e) {
       await llama.dispose()  // and the model with it
       throw e
     }
+  }
+
+  /** Where llama.cpp computes: cpu, cuda or vulkan. */
+  get device(): 'cpu' | 'cuda' | 'vulkan' {
+    return this.llama.gpu === 'cuda' || this.llama.gpu === 'vulkan' ? this.llama.gpu : 'cpu'
+  }
+
+  /** Recorded for `health` (core/model-devices.ts) until closed. */
+  private held(model: string): this {
+    const onGpu = this.model.gpuLayers
+    const layers = this.model.fileInsights.totalLayers
+    this.forget = recordModel({ model, device: this.device, note: `llama.cpp${this.device !== 'cpu' && onGpu < layers ? `, ${onGpu} of ${layers} layers on the GPU` : ''}` })
+    return this
   }
 
   tokenize(text: string): Token[] {
@@ -361,6 +408,7 @@ export class LlamaLm {
 
   async close(): Promise<void> {
     await this.turn
+    this.forget()
     await this.context.dispose()
     await this.model.dispose()
     await this.llama.dispose()
