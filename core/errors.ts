@@ -303,12 +303,12 @@ export const ERR_QUERY_TOO_DEEP = createError(
   { meaning: 'A GraphQL query nests fields deeper than the server\'s limit.', fix: 'Ask for fewer nested fields, or raise `server.maxDepth`.' },
 )
 
-/** `why`: what is full ("8 requests running and 64 queued", "the 40 requests ahead would not finish within ..."). */
+/** `why`: what is full ("8 requests running and 64 queued", "the 40 requests ahead would not leave this one time ..."). */
 export const ERR_OVERLOADED = createError(
   'OVERLOADED',
   503,
   (why: string) => `server overloaded: ${why}. Retry later, or raise server.concurrency / server.queue / server.timeoutMs`,
-  { meaning: 'The server is running and queueing as many requests as it allows, or the queue would not finish in time.', fix: 'Retry later, or raise `server.concurrency`, `server.queue` or `server.timeoutMs`.' },
+  { meaning: 'Refused at once, before any work: at the speed the server measures, this request would not finish before its deadline (`server.timeoutMs`), or taking it would make a request already admitted miss its own; or as many requests run and wait as `server.concurrency` and `server.queue` allow. The response\'s `Retry-After` header says in how many seconds to try again.', fix: 'Retry after the seconds `Retry-After` gives, or raise `server.timeoutMs` (`server.concurrency` or `server.queue` when those are what is full).' },
 )
 
 export const ERR_ARGUMENT_INVALID = createError(

@@ -68,8 +68,9 @@ test('the estimate follows the machine: slower work raises it at once, and one r
 test('a newcomer the work ahead leaves no time for is refused at once (503 and Retry-After), even with a slot free, and never runs', async () => {
   const { clock, limiter, take, held, releaseAll } = clocked(8)
   for (let i = 0; i < 3; i++) await limiter.run('ask with rewrites', Infinity, never, take(4000))
-  // Six asks running on 8 slots: about 24 s of the server's work ahead.
-  const running = Array.from({ length: 6 }, () => limiter.run('ask with rewrites', clock.t + 60_000, never, held))
+  // Six asks running on 8 slots: some 24 s of the server's work ahead (counted at 51 s: 6 × 4 s
+  // and four deviations each).
+  const running = Array.from({ length: 6 }, () => limiter.run('ask with rewrites', clock.t + 120_000, never, held))
   let ran = false
   const refused = limiter.run('ask with rewrites', clock.t + 30_000, never, async () => { ran = true })
   assert.ok(await settledAtOnce(refused), 'refused on arrival, not when work ahead finishes')
@@ -82,7 +83,7 @@ test('a newcomer the work ahead leaves no time for is refused at once (503 and R
   })
   assert.equal(ran, false)
   // One whose deadline leaves room comes in, and runs on the free slot.
-  const patient = limiter.run('ask with rewrites', clock.t + 60_000, never, async () => 'answered')
+  const patient = limiter.run('ask with rewrites', clock.t + 120_000, never, async () => 'answered')
   assert.equal(await patient, 'answered')
   await releaseAll()
   await Promise.all(running)
@@ -91,14 +92,28 @@ test('a newcomer the work ahead leaves no time for is refused at once (503 and R
 test('work that would push an admitted request past its deadline is refused, though it has time of its own', async () => {
   const { clock, limiter, take, held, releaseAll } = clocked(4)
   await limiter.run('ask', Infinity, never, take(1000))
-  const admitted = limiter.run('ask', clock.t + 2000, never, held)
-  // The newcomer has all the time it needs, but sharing the server with it the first would take
-  // about 2 × 1.5 s × 1.2 and miss its 2 s.
+  const admitted = limiter.run('ask', clock.t + 5000, never, held)
+  // The newcomer has all the time it needs, but sharing the server with it the first would be
+  // counted at 2 × 3 s × 1.2 (a mean of 1 s and four deviations of 0.5 s each) and miss its 5 s.
   const newcomer = limiter.run('ask', clock.t + 60_000, never, held)
   assert.ok(await settledAtOnce(newcomer))
   await assert.rejects(newcomer, /would make an admitted request miss its deadline/)
   await releaseAll()
   await admitted
+})
+
+test('a request running past its estimate counts half what it has used as still to come: a newcomer beside it that would make it late is refused', async () => {
+  const { clock, limiter, take, held, releaseAll } = clocked(4)
+  for (let i = 0; i < 8; i++) await limiter.run('ask', Infinity, never, take(1000))
+  assert.ok(limiter.estimate('ask')! < 1500)
+  const dear = limiter.run('ask', clock.t + 9000, never, held)
+  clock.t += 5000
+  // 4 s left; alone, the 2.5 s still counted to come fit (× 1.2); shared with a newcomer, they do not.
+  const newcomer = limiter.run('ask', clock.t + 30_000, never, held)
+  assert.ok(await settledAtOnce(newcomer))
+  await assert.rejects(newcomer, /would make an admitted request miss its deadline/)
+  await releaseAll()
+  await dear
 })
 
 test('before one of a kind has finished, one runs at a time and the others are refused at once; an idle server admits anything', async () => {

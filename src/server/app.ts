@@ -99,6 +99,10 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
   const requests = new client.Counter({ name: 'ambigqa_graphql_requests_total', help: 'GraphQL field calls', labelNames: ['field', 'outcome'], registers: [registry] })
   const latency = new client.Histogram({ name: 'ambigqa_graphql_seconds', help: 'GraphQL field latency', labelNames: ['field'], registers: [registry], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5] })
   new client.Gauge({ name: 'ambigqa_in_flight', help: 'requests running or queued', registers: [registry], collect() { this.set(limiter.inFlight) } })
+  new client.Gauge({
+    name: 'ambigqa_limiter_service_seconds', help: 'what the limiter measured a request of each kind to cost: its share of the server\'s time (mean, mean deviation)', labelNames: ['kind', 'stat'], registers: [registry],
+    collect() { for (const [kind, s] of limiter.measured()) { this.set({ kind, stat: 'mean' }, s.mean / 1000); this.set({ kind, stat: 'deviation' }, s.deviation / 1000) } },
+  })
   client.collectDefaultMetrics({ register: registry })
 
   const ctx: ResolverContext = {

@@ -8,9 +8,10 @@
 // request of it used, counted the way processor sharing counts it (a virtual clock that runs at
 // 1/n of the wall clock while n requests run, as in fair queueing): 8 asks that run together for 8
 // s on two cores cost 1 s each, the server's throughput for them. Each kind keeps RFC 6298's
-// running mean of it (gain 1/8) and mean deviation (gain 1/4); a request is counted at its mean plus
-// one deviation, and at least what a request of its kind still running has already used (the
-// machine got slower than the mean says: it weighs at once, not a few requests later).
+// running mean of it (gain 1/8) and mean deviation (gain 1/4), and a request is counted as RFC 6298
+// bounds a round trip: its mean plus four deviations (the questions of a kind differ: one whose
+// three answers are rewritten costs many times one with a single answer), and at least what a
+// request of its kind still running has already used (it weighs at once, not a few requests later).
 //
 // Admission walks the requests in the server (running, then queued, then the newcomer) and gives
 // each the time it would finish at: the work of those ahead of it (they run first), its own, and
@@ -23,6 +24,9 @@
 // (as a probe) and the others of it are refused until it finishes. A server holding no request at
 // all admits any, even one whose estimate exceeds the deadline: refusing it would leave nothing to
 // learn from, and the estimate could never come down.
+// What it cannot promise: a request that alone costs more than the time to its deadline, while
+// others of its kind are cheap, is admitted on its kind's estimate and times out (504); its cost
+// is learnt when its work stops (at the abort, or at its end where a stage runs on regardless).
 import { ERR_OVERLOADED, type AmbigqaError } from '../../core/errors.js'
 
 interface Entry {
@@ -38,7 +42,8 @@ export interface Service { mean: number; deviation: number; samples: number }
 /** RFC 6298's gains: the newest duration's weight in the mean (1/8) and in the deviation (1/4). */
 const MEAN_GAIN = 1 / 8
 const DEVIATION_GAIN = 1 / 4
-/** Estimates are means and requests finish in rounds: admit only what finishes with a fifth to spare. */
+const DEVIATIONS = 4
+/** Requests finish in rounds: admit only what finishes with a fifth to spare. */
 const MARGIN = 1.2
 
 /** An overload refusal, and when the client may try again (the Retry-After header, in seconds). */
@@ -113,9 +118,14 @@ export class Limiter {
     return s && { ...s }
   }
 
+  /** What the limiter has measured so far, per kind (for /metrics). */
+  measured(): [string, Service][] {
+    return [...this.services].map(([field, s]) => [field, { ...s }])
+  }
+
   /**
    * What a request of `field` is counted at in admission, in ms of the whole server: its mean plus
-   * one deviation, or, when more, what one of its kind still running has used so far; undefined
+   * four deviations, or, when more, what one of its kind still running has used so far; undefined
    * until one request of it has finished.
    */
   estimate(field: string): number | undefined {
@@ -124,7 +134,7 @@ export class Limiter {
     this.advance()
     let used = 0
     for (const r of this.running) if (r.field === field) used = Math.max(used, this.virtual - r.virtualStart!)
-    return Math.max(s.mean + s.deviation, used)
+    return Math.max(s.mean + DEVIATIONS * s.deviation, used)
   }
 
   private start(entry: Entry): void {
@@ -174,9 +184,11 @@ export class Limiter {
     const inServer = [...this.running, ...this.waiting].map((r) => {
       const used = this.used(r)
       const whole = estimateOf(r.field)
-      // A probe of a kind not measured yet: as long again as it has run. One past its estimate
-      // (the estimate is at least what it used): a deviation more.
-      const remaining = whole === undefined ? Math.max(used, 1) : Math.max(whole - used, this.services.get(r.field)!.deviation)
+      // A probe of a kind not measured yet: as long again as it has run. One near or past its
+      // estimate is one of the dear ones of its kind (an ambiguous question, many rewrites): at
+      // least half what it has used is still to come. Counted as nearly done, it would go on
+      // sharing the server with each newcomer admitted beside it, slower with each.
+      const remaining = whole === undefined ? Math.max(used, 1) : Math.max(whole - used, used / 2)
       return { deadline: r.deadline, remaining }
     })
     // When request i finishes: after the work of those ahead of it and its own, and of each of the
