@@ -12,10 +12,13 @@
 // other; --build DIST serves another build than this one's as the first.
 // How busy the machine was: the CPU cores that processes other than this bench and its server
 // used during each level (from /proc), and the load average; and how late the server's event loop
-// ran (a refusal waits for it: a slow refusal with a late loop is the loop's, not the limiter's).
+// ran (a refusal waits for it: a slow refusal with a late loop is the loop's, not the limiter's),
+// and each refusal's time inside the server, from its request's parsing to its response's end (the
+// rest of what a client waits is the machine scheduling the two processes).
 // Usage: node dist/bench/overload.js [--store DIR] [--seconds 60] [--clients 8,32] [--build DIST] [--peer DIST]
 //   [--honor-retry-after]
 import { fork, type ChildProcess } from 'node:child_process'
+import { subscribe } from 'node:diagnostics_channel'
 import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import { resolve } from 'node:path'
@@ -79,9 +82,11 @@ async function level(server: Server, selection: Selection, clients: number, seco
   const refused: number[] = []
   let withoutRetryAfter = 0
   let timedOut = 0
+  /** Each 504's request: seconds into the level at which it was sent, and its question. */
+  const timedOutSent: { at: number; question: string }[] = []
   const others: string[] = []
   let i = 0
-  const body = () => JSON.stringify({ query: `{ ask(question: ${JSON.stringify(QUESTIONS[i++ % QUESTIONS.length])}) { ${SELECTIONS[selection]} } }` })
+  const ask = (question: string) => JSON.stringify({ query: `{ ask(question: ${JSON.stringify(question)}) { ${SELECTIONS[selection]} } }` })
   const cpu0 = cpuNow([process.pid, serverPid])
   const load0 = readFileSync('/proc/loadavg', 'utf8').split(' ')[0]
   const start = performance.now()
@@ -90,14 +95,19 @@ async function level(server: Server, selection: Selection, clients: number, seco
   const client = async () => {
     while (performance.now() < end) {
       try {
-        const r = await post(agent, port, body())
+        const sent = performance.now()
+        const question = QUESTIONS[i++ % QUESTIONS.length]!
+        const r = await post(agent, port, ask(question))
         last = performance.now()
         if (r.status === 200 && !r.body.includes('"errors"')) answered.push(r.ms)
         else if (r.status === 503 && r.body.includes('AMBIGQA_ERR_OVERLOADED')) {
           refused.push(r.ms)
           if (r.retryAfter === undefined || !(Number(r.retryAfter) >= 1)) withoutRetryAfter++
           else if (honorRetryAfter) await new Promise((done) => setTimeout(done, Math.min(Number(r.retryAfter) * 1000, end - performance.now())))
-        } else if (r.status === 504 && r.body.includes('AMBIGQA_ERR_TIMEOUT')) timedOut++
+        } else if (r.status === 504 && r.body.includes('AMBIGQA_ERR_TIMEOUT')) {
+          timedOut++
+          timedOutSent.push({ at: Math.round((sent - start) / 100) / 10, question })
+        }
         else others.push(`${r.status} ${r.body.slice(0, 200)}`)
       } catch (error) {
         last = performance.now()
@@ -110,6 +120,7 @@ async function level(server: Server, selection: Selection, clients: number, seco
   const elapsed = (last - start) / 1000
   const cpu1 = cpuNow([process.pid, serverPid])
   const loop = await server.loopDelay()
+  const measured = await limiterEstimates(port)
   agent.destroy()
   answered.sort((a, b) => a - b)
   refused.sort((a, b) => a - b)
@@ -119,16 +130,30 @@ async function level(server: Server, selection: Selection, clients: number, seco
     answerP50Ms: percentile(answered, 0.5), answerP99Ms: percentile(answered, 0.99), answerMaxMs: answered.length ? Math.round(answered.at(-1)!) : null,
     refused: refused.length, refusalP50Ms: percentile(refused, 0.5), refusalP99Ms: percentile(refused, 0.99), refusalMaxMs: refused.length ? Math.round(refused.at(-1)!) : null,
     refusalsOverLimit: refused.filter((ms) => ms > REFUSAL_LIMIT_MS).length, withoutRetryAfter,
-    timeouts504: timedOut, otherErrors: others.length, firstOtherErrors: others.slice(0, 3),
+    timeouts504: timedOut, timedOutSent, otherErrors: others.length, firstOtherErrors: others.slice(0, 3),
     // Jiffies are 1/100 s; cores = busy seconds over elapsed seconds.
     otherCores: Math.round((((cpu1.busy - cpu1.ours) - (cpu0.busy - cpu0.ours)) / 100 / elapsed) * 100) / 100,
     benchCores: Math.round(((cpu1.ours - cpu0.ours) / 100 / elapsed) * 100) / 100,
     loadAverage: `${load0} → ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]}`,
     serverLoopDelayP99Ms: loop.p99, serverLoopDelayMaxMs: loop.max,
+    refusalInServerP50Ms: loop.refusalP50, refusalInServerP99Ms: loop.refusalP99, refusalInServerMaxMs: loop.refusalMax,
+    // What the limiter learnt a request of each kind costs here (seconds of the server's time).
+    limiterMeasured: measured,
   }
 }
 
-interface Server { child: ChildProcess; port: number; limits: unknown; loopDelay: () => Promise<{ p99: number; max: number }> }
+/** The limiter's measured service times from /metrics: { kind: { mean, deviation } } (none from a build without them). */
+async function limiterEstimates(port: number): Promise<Record<string, Record<string, number>>> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+  const out: Record<string, Record<string, number>> = {}
+  for (const m of text.matchAll(/^ambigqa_limiter_service_seconds\{kind="([^"]+)",stat="(\w+)"\} (\S+)$/gm)) {
+    (out[m[1]!] ??= {})[m[2]!] = Math.round(Number(m[3]) * 100) / 100
+  }
+  return out
+}
+
+interface ServerTimes { p99: number; max: number; refusalP50: number | null; refusalP99: number | null; refusalMax: number | null }
+interface Server { child: ChildProcess; port: number; limits: unknown; loopDelay: () => Promise<ServerTimes> }
 
 async function serve(dist: string, store: string): Promise<Server> {
   const child = fork(import.meta.filename, ['--serve', dist, store], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
@@ -136,8 +161,8 @@ async function serve(dist: string, store: string): Promise<Server> {
     child.once('message', (m) => done(m as { port: number; limits: unknown }))
     child.once('exit', (code) => fail(new Error(`the server (${dist}) exited with ${code} before it listened`)))
   })
-  const loopDelay = () => new Promise<{ p99: number; max: number }>((done) => {
-    child.once('message', (m) => done(m as { p99: number; max: number }))
+  const loopDelay = () => new Promise<ServerTimes>((done) => {
+    child.once('message', (m) => done(m as ServerTimes))
     child.send('loop delay')
   })
   return { child, loopDelay, ...message }
@@ -173,10 +198,11 @@ async function main() {
     }
   }
   console.log(JSON.stringify({ date: new Date().toISOString(), store: values.store, seconds, honorRetryAfter: values['honor-retry-after'], limits, refusalLimitMs: REFUSAL_LIMIT_MS, builds: Object.fromEntries(builds), rows }, null, 2))
-  console.log(`| build | selection | clients | answered | answered/s | answer p50 / p99 / max ms | 504 | refused (503) | refusal p50 / p99 / max ms | refusals > ${REFUSAL_LIMIT_MS} ms | without Retry-After | other errors | server loop delay p99 / max ms | other processes' cores | load average |`)
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+  console.log(`| build | selection | clients | answered | answered/s | answer p50 / p99 / max ms | 504 | refused (503) | refusal p50 / p99 / max ms | refusals > ${REFUSAL_LIMIT_MS} ms | in the server: refusal p50 / p99 / max ms | without Retry-After | other errors | server loop delay p99 / max ms | limiter's measure, s (mean ± deviation) | other processes' cores | load average |`)
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+  const measure = (m?: Record<string, number>) => (m ? `${m.mean} ± ${m.deviation}` : '—')
   for (const r of rows) {
-    console.log(`| ${r.build} | ${r.selection} | ${r.clients} | ${r.answered} | ${r.answeredPerSecond} | ${r.answerP50Ms} / ${r.answerP99Ms} / ${r.answerMaxMs} | ${r.timeouts504} | ${r.refused} | ${r.refusalP50Ms} / ${r.refusalP99Ms} / ${r.refusalMaxMs} | ${r.refusalsOverLimit} | ${r.withoutRetryAfter} | ${r.otherErrors} | ${r.serverLoopDelayP99Ms} / ${r.serverLoopDelayMaxMs} | ${r.otherCores} | ${r.loadAverage} |`)
+    console.log(`| ${r.build} | ${r.selection} | ${r.clients} | ${r.answered} | ${r.answeredPerSecond} | ${r.answerP50Ms} / ${r.answerP99Ms} / ${r.answerMaxMs} | ${r.timeouts504} | ${r.refused} | ${r.refusalP50Ms} / ${r.refusalP99Ms} / ${r.refusalMaxMs} | ${r.refusalsOverLimit} | ${r.refusalInServerP50Ms} / ${r.refusalInServerP99Ms} / ${r.refusalInServerMaxMs} | ${r.withoutRetryAfter} | ${r.otherErrors} | ${r.serverLoopDelayP99Ms} / ${r.serverLoopDelayMaxMs} | ${measure(r.limiterMeasured[r.selection === 'rewrites' ? 'ask with rewrites' : 'ask'])} | ${r.otherCores} | ${r.loadAverage} |`)
   }
 }
 
@@ -190,7 +216,18 @@ if (process.argv[2] === '--serve') {
   const app = await startServer(config, { host: '127.0.0.1', port: 0, bodyLimit: config.server.bodyLimit, logLevel: 'warn', limits: limitsOf(config.server) })
   const loop = monitorEventLoopDelay({ resolution: 10 })
   loop.enable()
-  process.on('message', () => process.send!({ p99: Math.round(loop.percentile(99) / 1e6), max: Math.round(loop.max / 1e6) }))
+  const arrived = new WeakMap<object, number>()
+  const refusals: number[] = []
+  subscribe('http.server.request.start', (m) => { arrived.set((m as { response: object }).response, performance.now()) })
+  subscribe('http.server.response.finish', (m) => {
+    const { response } = m as { response: { statusCode: number } }
+    const at = arrived.get(response)
+    if (at !== undefined && response.statusCode === 503) refusals.push(performance.now() - at)
+  })
+  process.on('message', () => {
+    refusals.sort((a, b) => a - b)
+    process.send!({ p99: Math.round(loop.percentile(99) / 1e6), max: Math.round(loop.max / 1e6), refusalP50: percentile(refusals, 0.5), refusalP99: percentile(refusals, 0.99), refusalMax: refusals.length ? Math.round(refusals.at(-1)!) : null })
+  })
   process.send!({ port: (app.server.address() as { port: number }).port, limits: limitsOf(config.server) })
   process.on('disconnect', () => { void app.close().then(() => process.exit(0)) })
 } else {
