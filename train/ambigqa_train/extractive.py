@@ -252,9 +252,12 @@ class Span:
     score: float
 
 
-def best_spans(enc: Encoded, start: torch.Tensor, end: torch.Tensor, relevance: torch.Tensor, max_tokens: int = 10, top: int = 5) -> list[Span]:
+def best_spans(enc: Encoded, start: torch.Tensor, end: torch.Tensor, relevance: torch.Tensor, max_tokens: int = 10, top: int = 5,
+               title_lengths: list[int] | None = None) -> list[Span]:
     """The best whole-word spans over the passages, scored log P(passage) + start + end (start and
-    end log-softmaxed over all the passages' tokens together, as trained)."""
+    end log-softmaxed over all the passages' tokens together, as trained). With `title_lengths` (each
+    passage's title, in characters of its `title: text`), a span lies in the title or in the text,
+    never across the separator, as the serving reader's (reader/extractive-reader.ts scoreSpans)."""
     n, length = start.shape
     passage_lp = relevance.log_softmax(0)
     s_lp = start.masked_fill(~(enc.span_mask & enc.word_start), NEG).view(-1).log_softmax(0).view(n, length)
@@ -265,6 +268,11 @@ def best_spans(enc: Encoded, start: torch.Tensor, end: torch.Tensor, relevance: 
         scores = s_lp[p][:, None] + e_lp[p][None, :]
         i, j = torch.meshgrid(torch.arange(length), torch.arange(length), indexing="ij")
         scores = scores.masked_fill((j < i) | (j - i >= max_tokens), float("-inf"))
+        if title_lengths is not None:
+            # 0: a title token, 1: a text token, 2: the separator (or not the passage's)
+            cut = title_lengths[p]
+            field = torch.tensor([0 if b <= cut else 1 if a > cut else 2 for a, b in enc.offsets[p]])
+            scores = scores.masked_fill((field[:, None] != field[None, :]) | (field[:, None] == 2), float("-inf"))
         flat = scores.view(-1).topk(min(top, length * length))
         for value, index in zip(flat.values.tolist(), flat.indices.tolist()):
             if value <= NEG / 2:

@@ -79,7 +79,7 @@ def write_fixture(model: PreTrainedModel, tok: PreTrainedTokenizerFast, out: Pat
             texts = [passage_text(t, x) for t, x in passages]
             enc = encode(tok, [question] * len(texts), texts, MAX_LEN)
             start, end, relevance = model(**enc.features)
-            spans = best_spans(enc, start, end, relevance)
+            spans = best_spans(enc, start, end, relevance, title_lengths=[len(t) for t, _ in passages])
             cases.append({
                 "question": question, "passages": [{"title": t, "text": x} for t, x in passages],
                 "input_ids": [ids[: int(m.sum())] for ids, m in zip(enc.features["input_ids"].tolist(), enc.features["attention_mask"])],
