@@ -34,6 +34,15 @@ export interface SessionOptions {
 
 export const defaultSessionOptions: SessionOptions = { device: 'cpu', threads: 2, graphOptimization: 'all' }
 
+// bench/device-infer's rounding peer: the same models on the CPU with onnxruntime's graph
+// optimization at another level, which rounds differently (fused kernels); every session made in
+// this process after it (worker sessions included) uses that level.
+let optimizationOverride: SessionOptions['graphOptimization'] | undefined
+export function overrideGraphOptimization(level: SessionOptions['graphOptimization'] | undefined): void {
+  optimizationOverride = level
+}
+export const graphOptimizationOf = (options: Pick<SessionOptions, 'graphOptimization'>): SessionOptions['graphOptimization'] => optimizationOverride ?? options.graphOptimization
+
 /** The GPU providers a device asks for, in the order they are tried. */
 export function gpuProviders(device: Device): Exclude<RunDevice, 'cpu'>[] {
   return device === 'auto' ? ['cuda', 'webgpu'] : device === 'cpu' ? [] : [device]
@@ -91,7 +100,7 @@ export async function createSession(path: string, options: SessionOptions): Prom
   const base: ort.InferenceSession.SessionOptions = {
     intraOpNumThreads: options.threads,
     interOpNumThreads: 1,
-    graphOptimizationLevel: options.graphOptimization,
+    graphOptimizationLevel: graphOptimizationOf(options),
     ...(options.profile ? { enableProfiling: true, profileFilePrefix: options.profile } : {}),
   }
   const logger = options.logger ?? silentLogger

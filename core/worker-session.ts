@@ -8,7 +8,7 @@ import ort from './onnx-runtime.js'
 import { ERR_INTERNAL } from './errors.js'
 import { silentLogger, type Logger } from './log.js'
 import { recordModel } from './model-devices.js'
-import type { RunDevice, SessionOptions } from './onnx-session.js'
+import { graphOptimizationOf, type RunDevice, type SessionOptions } from './onnx-session.js'
 
 type TypedArray = Float32Array | BigInt64Array | Int32Array | Uint8Array | Int8Array | Float64Array
 export interface WireTensor { type: string; data: TypedArray; dims: number[] }
@@ -52,7 +52,7 @@ export class WorkerSession {
   static async create(path: string, options: SessionOptions): Promise<WorkerSession> {
     const { logger, ...plain } = options
     const log: Logger = logger ?? silentLogger
-    const worker = new Worker(new URL('./session-worker.js', import.meta.url), { workerData: { path, options: plain } })
+    const worker = new Worker(new URL('./session-worker.js', import.meta.url), { workerData: { path, options: { ...plain, graphOptimization: graphOptimizationOf(plain) } } })
     const listeners: { message?: (m: FromWorker) => void; error?: (e: Error) => void; exit?: (code: number) => void } = {}
     const ready = await new Promise<{ inputNames: string[]; outputNames: string[]; device: RunDevice; note: string }>((resolve, reject) => {
       listeners.message = (message) => {
