@@ -30,7 +30,7 @@ import { runCli } from './helpers/run-cli.js'
 const webgpuProblem = await deviceProblem('webgpu')
 const models = existsSync(join(DEFAULT_READER_DIR, 'extractive', 'model_quantized.onnx')) && existsSync(join(DEFAULT_ENCODERS_DIR, 'e5-small-v2-int8', 'model.onnx')) && existsSync(join(DEFAULT_LM_BASE_DIR, 'gemma-3-270m-q4_k_m.gguf'))
 const skip = prerequisite(!models ? 'needs the shipped readers, models/encoders/e5-small-v2-int8 and the QD base (scripts/assets e5-small-v2-int8 lm-base)'
-  : webgpuProblem !== undefined ? `WebGPU does not start here (${webgpuProblem.split('\n')[0]}): eval "$(scripts/software-gpu env)" selects Mesa's software Vulkan driver` : false)
+  : webgpuProblem !== undefined ? `WebGPU does not start here (${webgpuProblem.split('\n')[0]!.replace(/^.*(Failed to .*)$/, '$1')}): eval "$(scripts/software-gpu env)" selects Mesa's software Vulkan driver` : false)
 
 const QUESTIONS = ['when did the harry potter movie come out', 'who sings i\'m coming out']
 

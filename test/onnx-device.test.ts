@@ -33,7 +33,7 @@ const ENCODER = 'e5-small-v2-int8'
 const skipEncoder = prerequisite(existsSync(join(DEFAULT_ENCODERS_DIR, ENCODER)) ? false : `no ${ENCODER} encoder (scripts/assets ${ENCODER})`)
 const webgpuProblem = await deviceProblem('webgpu')
 const webgpu = webgpuProblem === undefined
-const skipGpu = prerequisite(webgpu ? false : `WebGPU does not start here (${webgpuProblem?.split('\n')[0]}): eval "$(scripts/software-gpu env)" selects Mesa's software Vulkan driver`)
+const skipGpu = prerequisite(webgpu ? false : `WebGPU does not start here (${webgpuProblem?.split('\n')[0]!.replace(/^.*(Failed to .*)$/, '$1')}): eval "$(scripts/software-gpu env)" selects Mesa's software Vulkan driver`)
 
 const BERT_ROW = [101, 2040, 2626, 4302, 102, 4302, 10693, 2003, 1037, 2186, 102]
 function feeds(): Record<string, ort.Tensor> {
