@@ -11,10 +11,10 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { buildIndex } from '../index/build-index.js'
-import { openDumpInput } from '../index/dump-input.js'
+import { openDumpInput } from '../index/sources/dump-input.js'
 import { silentLogger } from '../core/log.js'
-import { readMediaWikiPages } from '../index/mediawiki-pages.js'
-import { createMediaWikiXmlReader } from '../index/mediawiki-xml-reader.js'
+import { readMediaWikiPages } from '../index/sources/mediawiki-pages.js'
+import { createMediaWikiXmlReader } from '../index/sources/mediawiki-xml-reader.js'
 import { realArticles, writeMediaWikiDump, writeMediaWikiDumpMultistream, type DumpArticle } from './make-dump.js'
 
 const corpus = resolve(process.cwd(), '../shared/data/corpus/wikitext')

@@ -17,7 +17,7 @@ import { AmbigqaError, ERR_APPEND_UNFINISHED, ERR_SOURCE_CHANGED, ERR_STORE_NOT_
 import type { Logger } from '../core/log.js'
 import { PassageStore, STORE_FILE } from '../retriever/passage-store.js'
 import { indexPending, ingestSource, type BuildOptions, type BuildReport } from './ingest-source.js'
-import { buildSource, resumePoint, type KeptPosition } from './resume.js'
+import { buildSource, resumePoint, type KeptPosition } from './sources/resume.js'
 
 const STAGING = 'append'
 /** A staging folder being removed: renamed first, so a kill mid-removal leaves no half of one. */

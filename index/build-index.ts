@@ -9,7 +9,7 @@ import { ERR_SOURCE_EMPTY } from '../core/errors.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { appendToStore } from './append.js'
 import { indexPending, ingestSource, type BuildOptions, type BuildReport } from './ingest-source.js'
-import { validateSources } from './validate-source.js'
+import { validateSources } from './sources/validate-source.js'
 
 export type { BuildOptions, BuildReport } from './ingest-source.js'
 

@@ -6,11 +6,11 @@ import type { Logger } from '../core/log.js'
 import type { Passage } from '../core/passage.js'
 import { Progress } from '../core/progress.js'
 import type { PassageStore } from '../retriever/passage-store.js'
-import { indexPendingPassages } from './bm25-index-writer.js'
-import { createReader } from './formats.js'
-import type { ResumePoint } from './passage.js'
-import { readInBatches } from './read-in-batches.js'
-import { buildSource, finishSource, resumePoint, type SourceSpec } from './resume.js'
+import { indexPendingPassages } from './bm25/bm25-index-writer.js'
+import { createReader } from './sources/formats.js'
+import type { ResumePoint } from './sources/passage.js'
+import { readInBatches } from './sources/read-in-batches.js'
+import { buildSource, finishSource, resumePoint, type SourceSpec } from './sources/resume.js'
 
 export interface BuildOptions {
   store: string

@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto'
 import type { PassageStore } from '../retriever/passage-store.js'
 import { FIELDS } from '../retriever/postings.js'
-import { runSegmentJob } from './segment-worker.js'
+import { runSegmentJob } from './bm25/segment-worker.js'
 
 export type CheckLevel = 'quick' | 'full'
 

@@ -1,4 +1,4 @@
-// Search over a store's ANN index (index/ann-index.ts): the HNSW graph is memory-mapped
+// Search over a store's ANN index (index/dense/ann-index.ts): the HNSW graph is memory-mapped
 // (usearch's view), so the server's own memory does not grow with the corpus, and its best
 // `candidates` are rescored exactly from the float32 rows file, read row by row: the quantised
 // copies in the graph only choose candidates, never the final order (int8 alone plateaus at

@@ -1,6 +1,6 @@
 // Dense retrieval over a store's vectors (`ambigqa index encode`): the question is encoded with
 // the same model and compared with the passage vectors. Two paths, logged and shown in `health`:
-// the store's ANN index when it has one (index/ann-index.ts; built from 100k passages on: mapped,
+// the store's ANN index when it has one (index/dense/ann-index.ts; built from 100k passages on: mapped,
 // candidates rescored in float32), else every vector in memory, searched exactly by usearch's SIMD
 // inner product (about 2.7 ms for 33k vectors against 26 ms for a plain JS loop: bench/vector-index).
 import usearch from 'usearch'

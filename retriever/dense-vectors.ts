@@ -1,5 +1,5 @@
 // Dense vectors of a store's passages, kept in the store itself (table dense_vectors, written by
-// index/store-vectors.ts), and the on-disk ANN index built from them (index/ann-index.ts): what
+// index/dense/store-vectors.ts), and the on-disk ANN index built from them (index/dense/ann-index.ts): what
 // the dense retriever reads, and how it tells an index built from today's vectors from a stale one.
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'

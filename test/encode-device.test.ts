@@ -1,4 +1,4 @@
-// `index encode --device cuda`'s PyTorch path (src/training/encode-on-device.ts, run here on the
+// `index encode --device cuda`'s PyTorch path (index/dense/encode-on-device.ts, run here on the
 // CPU: the same code a GPU runs, tensors on another device) writes the vectors the ONNX path
 // (retriever/dense-vectors.ts) writes: issue 26's bar is cosine >= 0.999 for every passage checked.
 import assert from 'node:assert/strict'
@@ -10,10 +10,10 @@ import { gunzipSync } from 'node:zlib'
 import { buildIndex } from '../index/build-index.js'
 import { silentLogger } from '../core/log.js'
 import { DEFAULT_ENCODERS_DIR } from '../core/paths.js'
-import { encodeStore } from '../index/store-vectors.js'
+import { encodeStore } from '../index/dense/store-vectors.js'
 import { loadVectors } from '../retriever/dense-vectors.js'
 import { PassageStore } from '../retriever/passage-store.js'
-import { encodeStoreInPython, parseEncodeDevice } from '../src/training/encode-on-device.js'
+import { encodeStoreInPython, parseEncodeDevice } from '../index/dense/encode-on-device.js'
 import { prerequisite } from './helpers/prerequisite.js'
 import { pythonMissing } from './helpers/reader-fixture.js'
 

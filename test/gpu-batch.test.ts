@@ -15,7 +15,7 @@ import { promisify } from 'node:util'
 import { after, test } from 'node:test'
 import { PROJECT_ROOT } from '../core/paths.js'
 import { ExtractiveReader } from '../reader/extractive-reader.js'
-import { trainingEnvironmentProblem } from '../src/training/python-process.js'
+import { trainingEnvironmentProblem } from '../core/python-process.js'
 import { prerequisite } from './helpers/prerequisite.js'
 import { sharedFile } from './helpers/shared-data.js'
 

@@ -3,10 +3,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { createMediaWikiXmlReader } from '../index/mediawiki-xml-reader.js'
+import { createMediaWikiXmlReader } from '../index/sources/mediawiki-xml-reader.js'
 import type { Passage } from '../core/passage.js'
-import type { PassageReader, ReadItem, ResumePoint } from '../index/passage.js'
-import { convertPage } from '../index/wikitext-page.js'
+import type { PassageReader, ReadItem, ResumePoint } from '../index/sources/passage.js'
+import { convertPage } from '../index/sources/wikitext-page.js'
 import {
   bzip2,
   dumpXml,

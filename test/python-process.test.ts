@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { PROJECT_ROOT } from '../core/paths.js'
-import { trainingEnvironmentProblem } from '../src/training/python-process.js'
+import { trainingEnvironmentProblem } from '../core/python-process.js'
 
 test('the training venv: missing, unfinished or stale reads as not ready; stamped with the requirements, ready', () => {
   const root = mkdtempSync(join(tmpdir(), 'venv-'))

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { PROJECT_ROOT as ROOT } from '../core/paths.js'
 import { qdInput, readerInput } from '../reader/reader-input.js'
-import { TRAINING_PYTHON as PYTHON } from '../src/training/python-process.js'
+import { TRAINING_PYTHON as PYTHON } from '../core/python-process.js'
 import { prerequisite } from './helpers/prerequisite.js'
 import { pythonMissing } from './helpers/reader-fixture.js'
 

@@ -18,7 +18,7 @@ import { writeCalibrationData } from '../training/calibration-data.js'
 import { CandidateSupport } from '../../reader/candidate-support.js'
 import { DenseEncoder } from '../../retriever/dense-encoder.js'
 import { runCoTraining } from '../training/cotrain-run.js'
-import { pythonCommand } from '../training/python-process.js'
+import { pythonCommand } from '../../core/python-process.js'
 import { contextFor, parseNumber } from './context.js'
 
 /** Extractive reader groups: questions per source by default (SQuAD has 86k, NQ-open gold 2.6k) and negatives each. */

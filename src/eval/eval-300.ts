@@ -2,7 +2,7 @@
 // plus the SQuAD train and dev paragraphs; its questions are the AmbigNQ dev ids in
 // splits/eval-300.txt. Benchmarks and `ambigqa bench corpus` both read this definition.
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import type { SourceSpec } from '../../index/resume.js'
+import type { SourceSpec } from '../../index/sources/resume.js'
 import { requireSharedFile } from '../../core/paths.js'
 
 export const EVAL_300_STORE = 'data/eval-300'

@@ -14,7 +14,7 @@ import type { EvalMetrics } from '../eval/eval-records.js'
 import { openPipeline } from '../pipeline/open-pipeline.js'
 import { renderCoTrainingReport, type CoTrainingResults, type EvalResult, type SilverSummary } from './cotrain-report.js'
 import { PROJECT_ROOT } from '../../core/paths.js'
-import { runPythonLines } from './python-process.js'
+import { runPythonLines } from '../../core/python-process.js'
 
 export interface CoTrainingConfig {
   out: string

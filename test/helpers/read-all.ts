@@ -1,5 +1,5 @@
 import type { Passage } from '../../core/passage.js'
-import type { PassageReader, ResumePoint } from '../../index/passage.js'
+import type { PassageReader, ResumePoint } from '../../index/sources/passage.js'
 
 export async function readAll(reader: PassageReader, from: ResumePoint = { records: 0 }): Promise<{ passages: Passage[]; bad: Error[]; last: ResumePoint }> {
   const passages: Passage[] = []

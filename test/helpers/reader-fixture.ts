@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { PROJECT_ROOT as ROOT } from '../../core/paths.js'
-import { TRAINING_PYTHON as PYTHON, trainingEnvironmentProblem } from '../../src/training/python-process.js'
+import { TRAINING_PYTHON as PYTHON, trainingEnvironmentProblem } from '../../core/python-process.js'
 import { prerequisite } from './prerequisite.js'
 
 const SOURCES = join(ROOT, 'train', 'ambigqa_train')

@@ -2,8 +2,8 @@
 // whole, and a resume skips the records already consumed.
 import { readFileSync, statSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
-import { ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED } from '../core/errors.js'
-import type { Passage } from '../core/passage.js'
+import { ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED } from '../../core/errors.js'
+import type { Passage } from '../../core/passage.js'
 import type { PassageReader, ReadItem, ResumePoint } from './passage.js'
 
 export function createJsonDocumentReader(path: string, toPassages: (doc: unknown) => Passage[]): PassageReader {

@@ -4,7 +4,7 @@
 import { readdirSync, statSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { basename, extname, join } from 'node:path'
-import { ERR_SOURCE_EMPTY, ERR_SOURCE_MALFORMED, ERR_SOURCE_NOT_FOUND, ERR_USAGE } from '../core/errors.js'
+import { ERR_SOURCE_EMPTY, ERR_SOURCE_MALFORMED, ERR_SOURCE_NOT_FOUND, ERR_USAGE } from '../../core/errors.js'
 import { numberRecords, type Outcome } from './page-records.js'
 import type { PassageReader } from './passage.js'
 import { createPageConverter, inFlight, orderedMap } from './wikitext-pool.js'

@@ -4,15 +4,15 @@
 // order. The vectors come from the encoder, or from a SQLite store that already holds them for
 // the same passages (`--from-store`), so a corpus is encoded once for both backends.
 import type { Client } from '@elastic/elasticsearch'
-import { ERR_ELASTICSEARCH_INDEX, ERR_MODEL_MISSING, ERR_USAGE } from '../core/errors.js'
-import type { Logger } from '../core/log.js'
-import { Progress } from '../core/progress.js'
-import { DenseEncoder } from '../retriever/dense-encoder.js'
+import { ERR_ELASTICSEARCH_INDEX, ERR_MODEL_MISSING, ERR_USAGE } from '../../core/errors.js'
+import type { Logger } from '../../core/log.js'
+import { Progress } from '../../core/progress.js'
+import { DenseEncoder } from '../../retriever/dense-encoder.js'
 import { encodePassages } from './store-vectors.js'
-import { loadVectors } from '../retriever/dense-vectors.js'
-import { createEsClient, esError, type EsOptions } from '../retriever/elasticsearch-client.js'
-import { PassageStore } from '../retriever/passage-store.js'
-import { vectorField, vectorMapping } from '../retriever/dense-es-retriever.js'
+import { loadVectors } from '../../retriever/dense-vectors.js'
+import { createEsClient, esError, type EsOptions } from '../../retriever/elasticsearch-client.js'
+import { PassageStore } from '../../retriever/passage-store.js'
+import { vectorField, vectorMapping } from '../../retriever/dense-es-retriever.js'
 
 export interface EsEncodeOptions {
   es: EsOptions

@@ -1,5 +1,5 @@
 // What an ingestion source yields: passages (core/passage.ts) with the point to resume from.
-import type { Passage } from '../core/passage.js'
+import type { Passage } from '../../core/passage.js'
 
 /** Where a reader can pick up again: how many records it has consumed, and for line-based
  * sources the byte offset and line number of the next record, so a resume need not re-read. */

@@ -2,7 +2,7 @@
 // articles only, redirects skipped, wikitext to text on worker threads, DPR 100-word passages
 // with ids "<page id>-<n>". The file is streamed, never held whole.
 import { statSync } from 'node:fs'
-import { ERR_SOURCE_MALFORMED } from '../core/errors.js'
+import { ERR_SOURCE_MALFORMED } from '../../core/errors.js'
 import { openDumpInput, type DumpInput } from './dump-input.js'
 import { readMediaWikiPages, type RawPage } from './mediawiki-pages.js'
 import { numberRecords, type Outcome } from './page-records.js'

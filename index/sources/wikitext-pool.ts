@@ -1,9 +1,9 @@
 // Parsing wikitext is the slow step of dump ingestion, so pages are converted on worker threads
 // (core/worker-pool.ts), results handed back in page order whatever the number of workers.
-import { createJobRunner, type JobRunner } from '../core/worker-pool.js'
+import { createJobRunner, type JobRunner } from '../../core/worker-pool.js'
 import { convertPage, type PageJob, type PageResult } from './wikitext-page.js'
 
-export { orderedMap } from '../core/worker-pool.js'
+export { orderedMap } from '../../core/worker-pool.js'
 
 export interface PageConverter {
   convert(job: PageJob): Promise<PageResult>

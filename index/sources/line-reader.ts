@@ -3,7 +3,7 @@
 import { createReadStream } from 'node:fs'
 import { createGunzip } from 'node:zlib'
 import type { Readable } from 'node:stream'
-import { ERR_SOURCE_TRUNCATED } from '../core/errors.js'
+import { ERR_SOURCE_TRUNCATED } from '../../core/errors.js'
 
 export interface Line {
   text: string

@@ -1,8 +1,8 @@
 // The shared loop of line-based sources (DPR TSV, JSON Lines): one record per line, resumable
 // at the byte offset of the next line, and every bad line named by file and line number.
 import { statSync } from 'node:fs'
-import { ERR_SOURCE_MALFORMED } from '../core/errors.js'
-import type { Passage } from '../core/passage.js'
+import { ERR_SOURCE_MALFORMED } from '../../core/errors.js'
+import type { Passage } from '../../core/passage.js'
 import type { PassageReader, ReadItem, ResumePoint } from './passage.js'
 import { binaryProblem, openLineSource, type Line } from './line-reader.js'
 

@@ -9,12 +9,12 @@
 import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import usearch, { type Index } from 'usearch'
-import { ERR_USAGE, ERR_VECTORS_MISSING } from '../core/errors.js'
-import type { Logger } from '../core/log.js'
-import { Progress } from '../core/progress.js'
-import { writeAtomic } from '../core/write-atomic.js'
-import { annFiles, readAnnManifest, vectorsStamp, type AnnManifest, type AnnQuantization } from '../retriever/dense-vectors.js'
-import { PassageStore } from '../retriever/passage-store.js'
+import { ERR_USAGE, ERR_VECTORS_MISSING } from '../../core/errors.js'
+import type { Logger } from '../../core/log.js'
+import { Progress } from '../../core/progress.js'
+import { writeAtomic } from '../../core/write-atomic.js'
+import { annFiles, readAnnManifest, vectorsStamp, type AnnManifest, type AnnQuantization } from '../../retriever/dense-vectors.js'
+import { PassageStore } from '../../retriever/passage-store.js'
 
 /** From this many passages on `index encode` builds the ANN index (chosen in bench/ann-scale:
  * exact search stays under 5 ms a query up to about 100k vectors and grows linearly beyond). */

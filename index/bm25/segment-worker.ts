@@ -1,7 +1,7 @@
 // Worker entry (dist/index/segment-worker.js): reads a range of passages from the store and
 // builds its segment; the main thread writes segments in order.
 import Database from 'better-sqlite3'
-import { serveJobs } from '../core/worker-pool.js'
+import { serveJobs } from '../../core/worker-pool.js'
 import { buildSegment, type SegmentData, type SegmentRow } from './segment-builder.js'
 
 export interface SegmentJob {

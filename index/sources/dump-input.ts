@@ -4,7 +4,7 @@
 // the reader pulls: nothing is read ahead of what the parser and the workers can take.
 import { closeSync, createReadStream, openSync, readSync, statSync } from 'node:fs'
 import unbzip2 from 'unbzip2-stream'
-import { ERR_SOURCE_EMPTY, ERR_SOURCE_MALFORMED, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_TRUNCATED } from '../core/errors.js'
+import { ERR_SOURCE_EMPTY, ERR_SOURCE_MALFORMED, ERR_SOURCE_NOT_FOUND, ERR_SOURCE_TRUNCATED } from '../../core/errors.js'
 
 export interface DumpInput {
   readonly compressed: boolean

@@ -1,6 +1,6 @@
 // DPR's passage unit: an article's paragraphs merged into one word stream, cut into consecutive,
 // non-overlapping chunks of 100 whitespace-separated words (Karpukhin et al. 2020, §4.1).
-import type { Passage } from '../core/passage.js'
+import type { Passage } from '../../core/passage.js'
 
 export function splitIntoPassages(title: string, text: string, idPrefix: string, wordsPerPassage = 100): Passage[] {
   if (!Number.isInteger(wordsPerPassage) || wordsPerPassage < 1) {

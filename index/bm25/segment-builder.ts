@@ -1,8 +1,8 @@
 // One index segment from a range of passages: length norms, field statistics and postings per
 // (term, field), in the format of postings.ts. Pure, so it runs the same on the main thread or a worker.
-import { termFrequencies } from '../retriever/english-analyzer.js'
-import { lengthToNorm } from '../retriever/lucene-norms.js'
-import { FIELDS, VarintWriter, writePostingList } from '../retriever/postings.js'
+import { termFrequencies } from '../../retriever/english-analyzer.js'
+import { lengthToNorm } from '../../retriever/lucene-norms.js'
+import { FIELDS, VarintWriter, writePostingList } from '../../retriever/postings.js'
 
 
 export interface SegmentRow {

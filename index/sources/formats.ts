@@ -1,6 +1,6 @@
 // Which reader reads a source: by --format, else by the file name, else by its first bytes.
 import { closeSync, openSync, readSync, statSync } from 'node:fs'
-import { ERR_SOURCE_EMPTY, ERR_SOURCE_FORMAT_UNKNOWN, ERR_SOURCE_NOT_FOUND } from '../core/errors.js'
+import { ERR_SOURCE_EMPTY, ERR_SOURCE_FORMAT_UNKNOWN, ERR_SOURCE_NOT_FOUND } from '../../core/errors.js'
 import { createDprTsvReader } from './dpr-tsv-reader.js'
 import { createJsonDocumentReader, qaFeedbackPassages, squadPassages } from './json-document-reader.js'
 import { createJsonlReader } from './jsonl-reader.js'

@@ -1,7 +1,7 @@
 // Record numbering shared by the wikitext readers. A record is one passage yielded or one bad
 // source unit (page, file); ResumePoint.records counts them, and resuming re-reads the source
 // from its start and skips that many, which is simple and, with ordered output, deterministic.
-import type { Passage } from '../core/passage.js'
+import type { Passage } from '../../core/passage.js'
 import type { ReadItem, ResumePoint } from './passage.js'
 
 /** What one source unit (a page, a file) turned into. */

@@ -1,6 +1,6 @@
 // DPR's psgs_w100.tsv: a header `id<TAB>text<TAB>title`, then one passage per line, fields
 // CSV-quoted when they hold quotes (a quote inside a quoted field is doubled).
-import { ERR_SOURCE_MALFORMED } from '../core/errors.js'
+import { ERR_SOURCE_MALFORMED } from '../../core/errors.js'
 import { createLineBasedReader } from './line-based-reader.js'
 import type { PassageReader } from './passage.js'
 

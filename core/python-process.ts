@@ -6,8 +6,8 @@ import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { join } from 'node:path'
-import { ERR_INTERNAL, ERR_USAGE } from '../../core/errors.js'
-import { PROJECT_ROOT } from '../../core/paths.js'
+import { ERR_INTERNAL, ERR_USAGE } from './errors.js'
+import { PROJECT_ROOT } from './paths.js'
 
 
 export interface PythonCommand { python: string; args: string[]; env: NodeJS.ProcessEnv }

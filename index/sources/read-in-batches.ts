@@ -4,9 +4,9 @@
 import { createHash } from 'node:crypto'
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Logger } from '../core/log.js'
-import { Progress } from '../core/progress.js'
-import type { Passage } from '../core/passage.js'
+import type { Logger } from '../../core/log.js'
+import { Progress } from '../../core/progress.js'
+import type { Passage } from '../../core/passage.js'
 import type { PassageReader, ResumePoint } from './passage.js'
 
 export interface ReadOptions {

@@ -3,7 +3,7 @@
 // (NQ gold paragraphs), whose passages get ids from the file name, line and position.
 import { basename } from 'node:path'
 import { createLineBasedReader } from './line-based-reader.js'
-import type { Passage } from '../core/passage.js'
+import type { Passage } from '../../core/passage.js'
 import type { PassageReader } from './passage.js'
 
 export function createJsonlReader(path: string): PassageReader {

@@ -3,7 +3,7 @@
 // then an error with the store untouched. Only the start: reading a 13 GB dump twice to find a bad
 // line at its end would double a build's reading, and a bad record found later stops an append
 // unpublished anyway (index/append.ts).
-import { ERR_SOURCE_EMPTY } from '../core/errors.js'
+import { ERR_SOURCE_EMPTY } from '../../core/errors.js'
 import { createReader } from './formats.js'
 import { buildSource, type SourceSpec } from './resume.js'
 

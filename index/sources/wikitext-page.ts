@@ -1,6 +1,6 @@
 // One unit of work for the wikitext workers: an article's wikitext in, its passages out. Kept
 // free of worker plumbing so the inline (workers: 0) path and the worker run the same code.
-import type { Passage } from '../core/passage.js'
+import type { Passage } from '../../core/passage.js'
 import { splitIntoPassages } from './split-passages.js'
 import { wikitextToText } from './wikitext-to-text.js'
 

@@ -6,14 +6,14 @@
 // created on (indexLayout): shards spread over the data nodes and, with two or more nodes, a
 // replica of each, so losing one node loses no passage.
 import type { Client } from '@elastic/elasticsearch'
-import { ERR_ELASTICSEARCH_INDEX, ERR_SOURCE_EMPTY, ERR_USAGE } from '../core/errors.js'
-import type { Logger } from '../core/log.js'
-import { createEsClient, esError, type EsOptions } from '../retriever/elasticsearch-client.js'
-import { createReader } from './formats.js'
-import type { Passage } from '../core/passage.js'
-import type { ResumePoint } from './passage.js'
-import { readInBatches } from './read-in-batches.js'
-import { buildSource, finishSource, resumePoint, type SourceSpec } from './resume.js'
+import { ERR_ELASTICSEARCH_INDEX, ERR_SOURCE_EMPTY, ERR_USAGE } from '../../core/errors.js'
+import type { Logger } from '../../core/log.js'
+import { createEsClient, esError, type EsOptions } from '../../retriever/elasticsearch-client.js'
+import { createReader } from '../sources/formats.js'
+import type { Passage } from '../../core/passage.js'
+import type { ResumePoint } from '../sources/passage.js'
+import { readInBatches } from '../sources/read-in-batches.js'
+import { buildSource, finishSource, resumePoint, type SourceSpec } from '../sources/resume.js'
 
 export interface EsBuildOptions {
   es: EsOptions

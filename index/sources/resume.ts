@@ -3,8 +3,8 @@
 // it is done or changed under a paused build, where its reading picks up again, and what its end
 // must check. Shared by build-index.ts and build-elasticsearch.ts so the two resume alike.
 import { resolve } from 'node:path'
-import { ERR_SOURCE_CHANGED, ERR_SOURCE_EMPTY } from '../core/errors.js'
-import type { Logger } from '../core/log.js'
+import { ERR_SOURCE_CHANGED, ERR_SOURCE_EMPTY } from '../../core/errors.js'
+import type { Logger } from '../../core/log.js'
 import { detectFormat, type SourceFormat } from './formats.js'
 import type { ResumePoint } from './passage.js'
 import { fingerprintOf } from './read-in-batches.js'

@@ -1,15 +1,15 @@
 // `ambigqa index encode --device cuda` (issue 26): the store's passages encoded by the PyTorch
 // rebuild of the same sentence encoder (train/ambigqa_train/encode_passages.py), on a GPU, into the
-// same dense_vectors table in the same layout as retriever/dense-vectors.ts writes (and resumed by
+// same dense_vectors table in the same layout as store-vectors.ts writes (and resumed by
 // either). onnxruntime-node has no GPU path here, and 21M passages take days on a CPU. This side
 // checks the store and the encoder, and holds the store's build lock while Python writes.
 import { AmbigqaError, ERR_USAGE } from '../../core/errors.js'
 import type { Logger } from '../../core/log.js'
 import { encoderDir } from '../../retriever/dense-encoder.js'
 import { PassageStore } from '../../retriever/passage-store.js'
-import { runPythonLines } from './python-process.js'
+import { runPythonLines } from '../../core/python-process.js'
 
-/** Where `index encode` encodes: cpu is onnxruntime-node (dense-vectors.ts); cuda is PyTorch. */
+/** Where `index encode` encodes: cpu is onnxruntime-node (store-vectors.ts); cuda is PyTorch. */
 export const ENCODE_DEVICES = ['cpu', 'cuda'] as const
 export type EncodeDevice = (typeof ENCODE_DEVICES)[number]
 
@@ -21,7 +21,7 @@ export interface PythonEncodeOptions {
   /** cuda for the CLI; cpu runs the same PyTorch path on the CPU (its test, and a measurement). */
   device: EncodeDevice
   threads?: number
-  /** Passages per committed chunk (dense-vectors.ts's default). */
+  /** Passages per committed chunk (store-vectors.ts's default). */
   chunkSize?: number
   log: Logger
 }

@@ -2,8 +2,8 @@
 // built on worker threads and written strictly in order, each in one transaction, so an
 // interrupted indexing run resumes at the first missing segment.
 import { join } from 'node:path'
-import { createJobRunner, orderedMap } from '../core/worker-pool.js'
-import { STORE_FILE, type PassageStore } from '../retriever/passage-store.js'
+import { createJobRunner, orderedMap } from '../../core/worker-pool.js'
+import { STORE_FILE, type PassageStore } from '../../retriever/passage-store.js'
 import type { SegmentData } from './segment-builder.js'
 import { runSegmentJob, type SegmentJob } from './segment-worker.js'
 

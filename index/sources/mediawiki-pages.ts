@@ -2,7 +2,7 @@
 // streamed with saxes, a strict SAX parser: any well-formedness error stops the read with its
 // line, since past a broken tag nothing downstream can be trusted.
 import { SaxesParser } from 'saxes'
-import { ERR_SOURCE_EMPTY, ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED, isAmbigqaError } from '../core/errors.js'
+import { ERR_SOURCE_EMPTY, ERR_SOURCE_MALFORMED, ERR_SOURCE_TRUNCATED, isAmbigqaError } from '../../core/errors.js'
 import type { DumpInput } from './dump-input.js'
 
 export interface RawPage {

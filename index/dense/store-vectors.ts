@@ -3,10 +3,10 @@
 // has not written. Where the vectors come from is the caller's: the encoder (`index encode`), or
 // vectors made elsewhere and copied in (bench/ann-scale's synthetic ones). The PyTorch encoder
 // (`--device cuda`, train/ambigqa_train/encode_passages.py) writes the same table the same way.
-import type { Logger } from '../core/log.js'
-import { Progress } from '../core/progress.js'
-import { DenseEncoder, passageText } from '../retriever/dense-encoder.js'
-import { PassageStore } from '../retriever/passage-store.js'
+import type { Logger } from '../../core/log.js'
+import { Progress } from '../../core/progress.js'
+import { DenseEncoder, passageText } from '../../retriever/dense-encoder.js'
+import { PassageStore } from '../../retriever/passage-store.js'
 
 export interface StoredPassage { rowid: number; id: string; title: string; text: string }
 /** Vectors for passages, one per passage in the order given; `done` reports passages finished within the chunk. */
