@@ -323,29 +323,75 @@ export class LlamaLm {
    * Greedy, as the trainer generated its held-out lines: BOS and the prefix, then for each forced
    * segment the segment and a generated line, ended by the first token holding a newline (or
    * maxTokens). A later segment reads the earlier lines as written. Calls take turns.
+   * `signal` stops it at the decoder's next step (the token it writes, or the prompt it reads:
+   * llama.cpp reads a batch whole) with the abort's reason thrown, never a line cut short; each
+   * line is told to `onLine` as it is finished, with the lines so far. Every call starts on a
+   * cleared context, so an aborted one leaves nothing behind for the next.
    */
-  async lines(prefix: string, forced: readonly string[], maxTokens: number, signal?: AbortSignal): Promise<string[]> {
-    const run = this.turn.then(() => this.generate(prefix, forced, maxTokens, signal))
+  async lines(prefix: string, forced: readonly string[], maxTokens: number, signal?: AbortSignal, onLine?: (line: string, lines: readonly string[]) => void): Promise<string[]> {
+    const run = this.turn.then(() => this.generate(prefix, forced, maxTokens, signal, onLine))
     this.turn = run.catch(() => undefined)
     return run
   }
 
-  private async generate(prefix: string, forced: readonly string[], maxTokens: number, signal?: AbortSignal): Promise<string[]> {
+  private async generate(prefix: string, forced: readonly string[], maxTokens: number, signal?: AbortSignal, onLine?: (line: string, lines: readonly string[]) => void): Promise<string[]> {
+    const so: string[] = []
+    const heard = onLine && ((generated: Token[]) => { so.push(this.model.detokenize(generated)); onLine(so.at(-1)!, [...so]) })
+    return (await this.generateTokens(prefix, forced, maxTokens, signal, heard)).lines.map((l) => this.model.detokenize(l.generated))
+  }
+
+  /**
+   * What `lines` writes, as tokens: BOS and the prefix, then per forced segment its tokens and the
+   * tokens generated after it. Read in order, they are the whole sequence the model saw (a line's
+   * last token is read as the next segment's first). Benchmarks compare two builds token by token
+   * (bench/lm-device). Calls take turns.
+   */
+  async lineTokens(prefix: string, forced: readonly string[], maxTokens: number): Promise<{ prompt: Token[]; lines: { forced: Token[]; generated: Token[] }[] }> {
+    const run = this.turn.then(() => this.generateTokens(prefix, forced, maxTokens))
+    this.turn = run.catch(() => undefined)
+    return run
+  }
+
+  private async generateTokens(prefix: string, forced: readonly string[], maxTokens: number, signal?: AbortSignal, onLine?: (generated: Token[]) => void): Promise<{ prompt: Token[]; lines: { forced: Token[]; generated: Token[] }[] }> {
     signal?.throwIfAborted()
     await this.sequence.clearHistory()
     const bos = this.model.tokens.bos
     const prompt = this.tokenize(prefix)
     let pending: Token[] = [...(bos === null ? [] : [bos]), ...prompt]
-    const lines: string[] = []
+    const lines: { forced: Token[]; generated: Token[] }[] = []
     for (const segment of forced) {
       signal?.throwIfAborted()
-      const input = [...pending, ...this.tokenize(segment)]
+      const tokens = this.tokenize(segment)
+      const input = [...pending, ...tokens]
       const out = this.lookahead > 0 ? await this.lookupLine(input, prompt, maxTokens, signal) : await this.plainLine(input, maxTokens, signal)
-      lines.push(this.model.detokenize(out))
+      lines.push({ forced: tokens, generated: out })
+      onLine?.(out)
       // The line's last token was sampled, not yet read: it leads the next segment's input.
       pending = out.slice(-1)
     }
-    return lines
+    return { prompt: [...(bos === null ? [] : [bos]), ...prompt], lines }
+  }
+
+  /**
+   * The raw logits of `asked` after `tokens`, read whole in one batch on an empty context, and the
+   * greedy choice there: where two builds' greedy lines part, how far apart the two tokens were.
+   * Calls take turns.
+   */
+  async nextLogits(tokens: readonly Token[], asked: readonly Token[]): Promise<{ top: Token; logits: number[] }> {
+    const run = this.turn.then(async () => {
+      if (tokens.length === 0) throw new Error('nextLogits: no tokens to condition on')
+      await this.sequence.clearHistory()
+      const read = await this.sequence.controlledEvaluate(tokens.map((t, i) => (i === tokens.length - 1 ? asking(t, asked) : t)))
+      const next = read[tokens.length - 1]?.next
+      if (next?.token == null || next.logits === undefined) throw new Error('llama.cpp gave no logits for the last position')
+      return { top: next.token, logits: asked.map((t) => next.logits!.get(t) ?? Number.NaN) }
+    })
+    this.turn = run.catch(() => undefined)
+    return run
+  }
+
+  detokenize(tokens: readonly Token[]): string {
+    return this.model.detokenize(tokens)
   }
 
   /** Whether a generated token ends the line. */
@@ -358,7 +404,8 @@ export class LlamaLm {
     const out: Token[] = []
     for await (const t of this.sequence.evaluate(input, { temperature: 0 })) {
       out.push(t)
-      if (this.ends(t, out.length, maxTokens) || signal?.aborted) break
+      if (this.ends(t, out.length, maxTokens)) break
+      signal?.throwIfAborted()
     }
     return out
   }
@@ -381,7 +428,8 @@ export class LlamaLm {
     const out: Token[] = []
     while (next != null) {
       out.push(next)
-      if (this.ends(next, out.length, maxTokens) || signal?.aborted) break
+      if (this.ends(next, out.length, maxTokens)) break
+      signal?.throwIfAborted()
       const draft = lookupDraft(source, out, Math.min(this.lookahead, maxTokens - out.length))
       const batch = [next, ...draft]
       const read = await this.sequence.controlledEvaluate(batch.map((t) => [t, greedy]))
