@@ -1,5 +1,6 @@
 // The contracts between the pipeline's stages (retriever → reranker → reader → question
 // disambiguation), here so that the libraries implement them without importing the app.
+import { ERR_TIMEOUT } from './errors.js'
 import type { QueryVector, RetrievedPassage } from './retriever.js'
 
 export interface StageTimings {
@@ -26,8 +27,12 @@ export interface AnswerWindow { title: string; text: string }
 export interface ReadAnswer { answer: string; confidence: number; readerProbability?: number; evidence: RetrievedPassage[]; features?: Record<string, number>; window?: AnswerWindow }
 /** ambiguity: P(more than one answer), when a calibrated detector decided the set (reader/answer-set-decider). */
 export interface Read extends Reranked { answers: ReadAnswer[]; ambiguity?: number }
-/** `rewritten: false`: the question is the prompt as asked (one answer, or no rewrite survived the checks). */
-export interface Disambiguated extends Read { answers: (ReadAnswer & { question: string; rewritten: boolean })[]; ambiguous: boolean }
+/**
+ * `rewritten: false`: the question is the prompt as asked (one answer, or no rewrite survived the
+ * checks, or `rewriteStopped`). `rewriteStopped`: question disambiguation stopped at the request's
+ * deadline before this answer's rewrite was written (absent otherwise).
+ */
+export interface Disambiguated extends Read { answers: (ReadAnswer & { question: string; rewritten: boolean; rewriteStopped?: true })[]; ambiguous: boolean }
 
 /** Whether a detector's P(more than one answer) makes the question ambiguous. */
 export function isAmbiguous(ambiguity: number): boolean {
@@ -45,5 +50,16 @@ export function asAsked(read: Read): Disambiguated {
   return { ...read, answers: read.answers.map((a) => ({ ...a, question: read.question, rewritten: false })), ambiguous: ambiguousOf(read) }
 }
 
-/** A stage: the previous stage's output in, the same plus one thing out. */
+/**
+ * A stage: the previous stage's output in, the same plus one thing out. `signal` aborts when the
+ * request's client has gone, or at its deadline (stoppedAtDeadline): a stage stops then, by
+ * throwing, or, one whose work can be cut (question disambiguation), by answering at once with
+ * what it has.
+ */
 export interface Stage<In, Out> { readonly name: string; run(input: In, signal?: AbortSignal): Promise<Out> }
+
+/** Whether `signal` aborted at the request's deadline (the server aborts it with
+ * AMBIGQA_ERR_TIMEOUT), rather than because its client went away. */
+export function stoppedAtDeadline(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true && (signal.reason as { code?: unknown } | undefined)?.code === ERR_TIMEOUT.code
+}

@@ -7,7 +7,7 @@ import type { RetrievedPassage } from '../core/retriever.js'
 import type { LlamaLm } from './generation/llama-lm.js'
 import type { RewriteFault } from './rewrite-check.js'
 import { generatedLine, pickEvidence, qdAnswerLine, qdPrefix } from './lm-prompt.js'
-import { checkedRewrites, passagesFor, type DisambiguationItem, type Disambiguator, type Rewrite } from './question-disambiguator.js'
+import { checkedRewrites, passagesFor, rewriteEach, type DisambiguationItem, type Disambiguator, type ItemRequest, type Rewrite } from './question-disambiguator.js'
 
 /** Tokens a rewrite may take (AmbigNQ's longest rewrites are about 40). */
 const MAX_REWRITE_TOKENS = 48
@@ -31,12 +31,15 @@ export class LmDisambiguator implements Disambiguator {
     return pickEvidence(item.answers.map((_, j) => passagesFor(item, j))) as RetrievedPassage[]
   }
 
-  async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<Rewrite[][]> {
-    const out: Rewrite[][] = []
-    for (const item of items) {
-      const lines = await this.lm.lines(qdPrefix(item.question, item.answers, LmDisambiguator.evidence(item)), item.answers.map(qdAnswerLine), MAX_REWRITE_TOKENS, signal)
-      out.push(checkedRewrites(item, lines.map((l) => [generatedLine(l)]), LM_IGNORED_FAULTS))
-    }
-    return out
+  /** `requests`: each item's own signal and listener (question-disambiguator.ts, ItemRequest); the
+   * listener hears the rewrites checked so far after each line, as the whole set checks them (in
+   * answer order, each against those before it), so what it last heard is the set's first ones. */
+  async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal, requests?: readonly (ItemRequest | undefined)[]): Promise<Rewrite[][]> {
+    return rewriteEach(items, signal, requests, async (item, either, written) => {
+      const check = (lines: readonly string[]) => checkedRewrites(item, lines.map((l) => [generatedLine(l)]), LM_IGNORED_FAULTS)
+      const lines = await this.lm.lines(qdPrefix(item.question, item.answers, LmDisambiguator.evidence(item)), item.answers.map(qdAnswerLine), MAX_REWRITE_TOKENS, either,
+        written && ((_line, so) => written(check(so))))
+      return check(lines)
+    })
   }
 }

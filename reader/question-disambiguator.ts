@@ -45,10 +45,53 @@ export interface Rewrite {
   proposal: string
 }
 
+/**
+ * What one item's request gives the disambiguator beside the item, when it has one: its own
+ * signal, which stops that item's rewriting and no other's (the batch's signal stops them all),
+ * and `written`, told the item's rewrites so far each time one more is written, checked as in the
+ * whole set (a disambiguator that writes them one at a time, as LmDisambiguator does; a request
+ * stopped at its deadline answers with them).
+ */
+export interface ItemRequest {
+  signal?: AbortSignal
+  written?: (rewrites: readonly Rewrite[]) => void
+}
+
 /** What the reader's disambiguation stage runs: the seq2seq model here, or a decoder-only LM
  * (lm-disambiguator.ts). Both return one checked rewrite per answer. */
 export interface Disambiguator {
-  disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<Rewrite[][]>
+  disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal, requests?: readonly (ItemRequest | undefined)[]): Promise<Rewrite[][]>
+}
+
+/** The prompt for every answer: what an item gets whose rewriting did not run. */
+export const unrewritten = (item: DisambiguationItem): Rewrite[] => item.answers.map(() => ({ question: item.question, rewritten: false, proposal: '' }))
+
+/**
+ * The one place a batch's items are rewritten in turn: each with its own request's signal beside
+ * the batch's, so that an item whose request has stopped (its deadline, its client gone) is
+ * skipped, or stopped at its decoder's next step, and the batch goes on with the next item. Such an
+ * item gets the prompt for every answer: its request was already answered, by the batch queue,
+ * without waiting for this.
+ */
+export async function rewriteEach(items: readonly DisambiguationItem[], signal: AbortSignal | undefined, requests: readonly (ItemRequest | undefined)[] | undefined,
+  rewrite: (item: DisambiguationItem, signal: AbortSignal | undefined, written: ItemRequest['written']) => Promise<Rewrite[]>): Promise<Rewrite[][]> {
+  const out: Rewrite[][] = []
+  for (const [i, item] of items.entries()) {
+    signal?.throwIfAborted()
+    const own = requests?.[i]
+    if (own?.signal?.aborted) {
+      out.push(unrewritten(item))
+      continue
+    }
+    const either = own?.signal ? (signal ? AbortSignal.any([signal, own.signal]) : own.signal) : signal
+    try {
+      out.push(await rewrite(item, either, own?.written))
+    } catch (error) {
+      if (signal?.aborted || !own?.signal?.aborted) throw error
+      out.push(unrewritten(item))
+    }
+  }
+  return out
 }
 
 /**
@@ -92,10 +135,8 @@ export class QuestionDisambiguator implements Disambiguator {
    * batch's activations with one scale, so a question batched with other questions' answers got
    * rewrites that changed with the load (BENCHMARKS.md, "Answer sets, fifth session").
    */
-  async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal): Promise<Rewrite[][]> {
-    const out: Rewrite[][] = []
-    for (const item of items) out.push(await this.rewrites(item, signal))
-    return out
+  async disambiguate(items: readonly DisambiguationItem[], signal?: AbortSignal, requests?: readonly (ItemRequest | undefined)[]): Promise<Rewrite[][]> {
+    return rewriteEach(items, signal, requests, (item, either) => this.rewrites(item, either))
   }
 
   private async rewrites(item: DisambiguationItem, signal?: AbortSignal): Promise<Rewrite[]> {

@@ -146,6 +146,18 @@ test('only finished work teaches: a failure that is not an abort is not learnt, 
   assert.ok(limiter.service('ask')!.mean > before.mean, 'an abort after 9 s says an ask can cost at least that')
 })
 
+test('a run cut at its deadline that still answers (rewrites stopped) teaches as a cut run: only when it raises the estimate', async () => {
+  const { clock, limiter, take } = clocked(1)
+  for (let i = 0; i < 3; i++) await limiter.run('ask with rewrites', Infinity, never, take(1000))
+  const before = limiter.service('ask with rewrites')!
+  const early = new AbortController()
+  assert.equal(await limiter.run('ask with rewrites', Infinity, early.signal, async () => { clock.t += 10; early.abort(); return 'answers, rewrites stopped' }), 'answers, rewrites stopped')
+  assert.deepEqual(limiter.service('ask with rewrites'), before, 'answered with less after 10 ms: not what a whole one costs')
+  const late = new AbortController()
+  await limiter.run('ask with rewrites', Infinity, late.signal, async () => { clock.t += 9000; late.abort(); return 'answers, rewrites stopped' })
+  assert.ok(limiter.service('ask with rewrites')!.mean > before.mean, 'stopped after 9 s: a whole one costs at least that')
+})
+
 test('a queued request whose client goes away leaves the queue; the queue\'s bound refuses at once', async () => {
   const { limiter, take, held, releaseAll } = clocked(1, 1)
   await limiter.run('ask', Infinity, never, take(10))

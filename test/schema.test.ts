@@ -11,7 +11,7 @@ test('schema.graphql is a valid schema with the answer-set contract', () => {
   assert.equal(String(ask.type), 'AnswerSet!')
   const answerSet = schema.getType('AnswerSet') as unknown as { getFields(): Record<string, { type: unknown }> }
   for (const field of ['question', 'ambiguous', 'answers', 'passages', 'timings']) assert.ok(isNonNullType(answerSet.getFields()[field]!.type as never), field)
-  assert.deepEqual(Object.keys((schema.getType('Answer') as unknown as { getFields(): object }).getFields()), ['answer', 'question', 'rewritten', 'confidence', 'evidence'])
+  assert.deepEqual(Object.keys((schema.getType('Answer') as unknown as { getFields(): object }).getFields()), ['answer', 'question', 'rewritten', 'rewriteStopped', 'confidence', 'evidence'])
   assert.ok(schema.getSubscriptionType()!.getFields().jobProgress)
 })
 

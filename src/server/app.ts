@@ -56,7 +56,11 @@ function toGraphqlError(error: unknown, storeDir: string): unknown {
 /**
  * Runs `work` with a deadline counted from the request's arrival (queueing included). At the
  * deadline, or when the client goes away, the work's signal aborts, so the reader drops it instead
- * of computing answers nobody will read while the requests behind it wait.
+ * of computing answers nobody will read while the requests behind it wait. At the deadline the
+ * work is told first (the signal's reason is AMBIGQA_ERR_TIMEOUT), and what it answers with in
+ * the same turn of the event loop is the reply: question disambiguation answers at once with the
+ * rewrites written so far (reader/question-disambiguation.ts). Work still running a turn later is
+ * the timeout (504).
  */
 async function withDeadline<T>(ms: number, response: ServerResponse | undefined, work: (signal: AbortSignal, deadline: number) => Promise<T>): Promise<T> {
   const deadline = performance.now() + ms
@@ -66,7 +70,8 @@ async function withDeadline<T>(ms: number, response: ServerResponse | undefined,
     timer = setTimeout(() => {
       const error = ERR_TIMEOUT(ms)
       controller.abort(error)
-      reject(error)
+      // After the microtasks the abort started: a stage that answers with less settles them.
+      setImmediate(() => reject(error))
     }, ms)
   })
   const gone = () => { if (!response?.writableFinished) controller.abort(new Error('the client closed the connection')) }
@@ -158,6 +163,7 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
       startEvaluation: guarded('startEvaluation', 'field', fields.startEvaluation),
     },
     AnswerSet: { found: fields.found },
+    Answer: { rewriteStopped: fields.rewriteStopped },
     Subscription: {
       jobProgress: { subscribe: (_root: unknown, args: { id: string }) => fields.jobProgress(ctx, args), resolve: (job: unknown) => job },
     },

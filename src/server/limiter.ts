@@ -70,8 +70,9 @@ export class Limiter {
   /**
    * Runs `work` now, or after the requests ahead of it, or refuses it at once (a `Refusal`).
    * `deadline` is in the clock's time; `signal` aborting while it waits takes it out of the queue.
-   * What the work cost is learnt when it finishes: from a success, and from an aborted run only
-   * when it raises the estimate (what an aborted run used is less than it would have).
+   * What the work cost is learnt when it finishes: from a success, and from a run whose signal
+   * aborted (failed, or answered with less: an ask whose rewrites stopped at its deadline) only
+   * when it raises the estimate (what a cut run used is less than the whole would have).
    */
   async run<T>(field: string, deadline: number, signal: AbortSignal, work: () => Promise<T>): Promise<T> {
     signal.throwIfAborted()
@@ -102,7 +103,7 @@ export class Limiter {
       const used = this.virtual - entry.virtualStart!
       this.running.delete(entry)
       const known = this.services.get(field)
-      if (succeeded || (signal.aborted && (known === undefined || used > known.mean))) this.learn(field, used)
+      if (signal.aborted ? known === undefined || used > known.mean : succeeded) this.learn(field, used)
       // The slot passes straight to the next waiter, so a newcomer cannot take it in between.
       const next = this.waiting.shift()
       if (next) {

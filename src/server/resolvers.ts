@@ -122,6 +122,11 @@ export function found(set: { answers: unknown[] }): boolean {
   return set.answers.length > 0
 }
 
+/** Answer.rewriteStopped: whether question disambiguation stopped at the deadline before its rewrite. */
+export function rewriteStopped(answer: { rewriteStopped?: true }): boolean {
+  return answer.rewriteStopped === true
+}
+
 /** Subscription.jobProgress: the job's state on every change, until it ends. */
 export function jobProgress(ctx: ResolverContext, args: { id: string }) {
   return ctx.jobs.watch(args.id)
