@@ -14,9 +14,13 @@
 // used during each level (from /proc), and the load average; and how late the server's event loop
 // ran (a refusal waits for it: a slow refusal with a late loop is the loop's, not the limiter's),
 // and each refusal's time inside the server, from its request's parsing to its response's end (the
-// rest of what a client waits is the machine scheduling the two processes).
+// rest of what a client waits is the machine scheduling the two processes). Beside the refusals, the
+// floor any reply has here: GET /health/live (no GraphQL, no limiter) asked every 200 ms during the
+// level, and how late this bench's own event loop ran (a reply waits for it to be read).
+// An answer whose question disambiguation stopped at its deadline (Answer.rewriteStopped, on a
+// build that has it) is counted apart: answered, but with some rewrites missing.
 // Usage: node dist/bench/overload.js [--store DIR] [--seconds 60] [--clients 8,32] [--build DIST] [--peer DIST]
-//   [--honor-retry-after]
+//   [--honor-retry-after] [--selections rewrites,answers]
 import { fork, type ChildProcess } from 'node:child_process'
 import { subscribe } from 'node:diagnostics_channel'
 import { readFileSync } from 'node:fs'
@@ -85,8 +89,12 @@ async function level(server: Server, selection: Selection, clients: number, seco
   /** Each 504's request: seconds into the level at which it was sent, and its question. */
   const timedOutSent: { at: number; question: string }[] = []
   const others: string[] = []
+  let stoppedRewrites = 0
   let i = 0
-  const ask = (question: string) => JSON.stringify({ query: `{ ask(question: ${JSON.stringify(question)}) { ${SELECTIONS[selection]} } }` })
+  // A build whose answers say when their rewrite was stopped at the deadline is asked for it.
+  const stoppedField = selection === 'rewrites' && await answerHas(port, 'rewriteStopped')
+  const fields = stoppedField ? SELECTIONS[selection].replace('question', 'question rewriteStopped') : SELECTIONS[selection]
+  const ask = (question: string) => JSON.stringify({ query: `{ ask(question: ${JSON.stringify(question)}) { ${fields} } }` })
   const cpu0 = cpuNow([process.pid, serverPid])
   const load0 = readFileSync('/proc/loadavg', 'utf8').split(' ')[0]
   const start = performance.now()
@@ -99,7 +107,10 @@ async function level(server: Server, selection: Selection, clients: number, seco
         const question = QUESTIONS[i++ % QUESTIONS.length]!
         const r = await post(agent, port, ask(question))
         last = performance.now()
-        if (r.status === 200 && !r.body.includes('"errors"')) answered.push(r.ms)
+        if (r.status === 200 && !r.body.includes('"errors"')) {
+          answered.push(r.ms)
+          if (r.body.includes('"rewriteStopped":true')) stoppedRewrites++
+        }
         else if (r.status === 503 && r.body.includes('AMBIGQA_ERR_OVERLOADED')) {
           refused.push(r.ms)
           if (r.retryAfter === undefined || !(Number(r.retryAfter) >= 1)) withoutRetryAfter++
@@ -115,8 +126,28 @@ async function level(server: Server, selection: Selection, clients: number, seco
       }
     }
   }
+  // The floor: a reply with no GraphQL and no limiter in it, every 200 ms, on a connection of its own.
+  const probeAgent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  const probes: number[] = []
+  const probe = async () => {
+    while (performance.now() < end) {
+      const sent = performance.now()
+      await new Promise<void>((done) => {
+        http.get({ host: '127.0.0.1', port, path: '/health/live', agent: probeAgent }, (response) => {
+          response.resume()
+          response.on('end', () => { probes.push(performance.now() - sent); done() })
+        }).on('error', () => done())
+      })
+      await new Promise((done) => setTimeout(done, 200))
+    }
+  }
+  const ownLoop = monitorEventLoopDelay({ resolution: 10 })
+  ownLoop.enable()
   // The requests in flight at the end are waited for and counted: a late answer is what this looks for.
-  await Promise.all(Array.from({ length: clients }, client))
+  await Promise.all([...Array.from({ length: clients }, client), probe()])
+  ownLoop.disable()
+  probeAgent.destroy()
+  probes.sort((a, b) => a - b)
   const elapsed = (last - start) / 1000
   const cpu1 = cpuNow([process.pid, serverPid])
   const loop = await server.loopDelay()
@@ -127,6 +158,8 @@ async function level(server: Server, selection: Selection, clients: number, seco
   return {
     selection, clients, seconds: Math.round(elapsed * 10) / 10,
     answered: answered.length, answeredPerSecond: Math.round((answered.length / elapsed) * 100) / 100,
+    // Of those, answers with a rewrite stopped at the deadline (null: the build cannot say).
+    answeredRewritesStopped: stoppedField ? stoppedRewrites : null,
     answerP50Ms: percentile(answered, 0.5), answerP99Ms: percentile(answered, 0.99), answerMaxMs: answered.length ? Math.round(answered.at(-1)!) : null,
     refused: refused.length, refusalP50Ms: percentile(refused, 0.5), refusalP99Ms: percentile(refused, 0.99), refusalMaxMs: refused.length ? Math.round(refused.at(-1)!) : null,
     refusalsOverLimit: refused.filter((ms) => ms > REFUSAL_LIMIT_MS).length, withoutRetryAfter,
@@ -137,9 +170,18 @@ async function level(server: Server, selection: Selection, clients: number, seco
     loadAverage: `${load0} → ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]}`,
     serverLoopDelayP99Ms: loop.p99, serverLoopDelayMaxMs: loop.max,
     refusalInServerP50Ms: loop.refusalP50, refusalInServerP99Ms: loop.refusalP99, refusalInServerMaxMs: loop.refusalMax,
+    liveProbeP50Ms: percentile(probes, 0.5), liveProbeP99Ms: percentile(probes, 0.99), liveProbeMaxMs: probes.length ? Math.round(probes.at(-1)!) : null,
+    benchLoopDelayP99Ms: Math.round(ownLoop.percentile(99) / 1e6), benchLoopDelayMaxMs: Math.round(ownLoop.max / 1e6),
     // What the limiter learnt a request of each kind costs here (seconds of the server's time).
     limiterMeasured: measured,
   }
+}
+
+/** Whether the server's schema gives Answer the field `name`. */
+async function answerHas(port: number, name: string): Promise<boolean> {
+  const response = await fetch(`http://127.0.0.1:${port}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ __type(name: "Answer") { fields { name } } }' }) })
+  const body = await response.json() as { data?: { __type?: { fields?: { name: string }[] } } }
+  return body.data?.__type?.fields?.some((f) => f.name === name) ?? false
 }
 
 /** The limiter's measured service times from /metrics: { kind: { mean, deviation } } (none from a build without them). */
@@ -177,16 +219,18 @@ async function stop(child: ChildProcess): Promise<void> {
 }
 
 async function main() {
-  const { values } = parseArgs({ options: { store: { type: 'string', default: 'data/demo' }, seconds: { type: 'string', default: '60' }, clients: { type: 'string', default: '8,32' }, build: { type: 'string' }, peer: { type: 'string' }, 'honor-retry-after': { type: 'boolean', default: false } } })
+  const { values } = parseArgs({ options: { store: { type: 'string', default: 'data/demo' }, seconds: { type: 'string', default: '60' }, clients: { type: 'string', default: '8,32' }, build: { type: 'string' }, peer: { type: 'string' }, 'honor-retry-after': { type: 'boolean', default: false }, selections: { type: 'string', default: 'rewrites,answers' } } })
   const seconds = Number(values.seconds)
   const levels = values.clients.split(',').map(Number)
+  const selections = values.selections.split(',') as Selection[]
+  if (selections.some((s) => !(s in SELECTIONS))) throw new Error(`--selections takes ${Object.keys(SELECTIONS).join(', ')}`)
   if (!(seconds > 0) || levels.some((c) => !(Number.isInteger(c) && c > 0))) throw new Error('--seconds must be positive and --clients a list of positive integers')
   const builds: [string, string][] = [['build', resolve(values.build ?? resolve(import.meta.dirname, '..'))]]
   if (values.peer) builds.push(['peer', resolve(values.peer)])
   const rows = []
   let limits: unknown
   for (const clients of levels) {
-    for (const selection of ['rewrites', 'answers'] as Selection[]) {
+    for (const selection of selections) {
       for (const [build, dist] of builds) {
         const server = await serve(dist, values.store)
         limits = server.limits
@@ -198,11 +242,11 @@ async function main() {
     }
   }
   console.log(JSON.stringify({ date: new Date().toISOString(), store: values.store, seconds, honorRetryAfter: values['honor-retry-after'], limits, refusalLimitMs: REFUSAL_LIMIT_MS, builds: Object.fromEntries(builds), rows }, null, 2))
-  console.log(`| build | selection | clients | answered | answered/s | answer p50 / p99 / max ms | 504 | refused (503) | refusal p50 / p99 / max ms | refusals > ${REFUSAL_LIMIT_MS} ms | in the server: refusal p50 / p99 / max ms | without Retry-After | other errors | server loop delay p99 / max ms | limiter's measure, s (mean ± deviation) | other processes' cores | load average |`)
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+  console.log(`| build | selection | clients | answered | of them rewrites stopped | answered/s | answer p50 / p99 / max ms | 504 | refused (503) | refusal p50 / p99 / max ms | refusals > ${REFUSAL_LIMIT_MS} ms | in the server: refusal p50 / p99 / max ms | /health/live p50 / p99 / max ms | without Retry-After | other errors | server loop delay p99 / max ms | bench loop delay p99 / max ms | limiter's measure, s (mean ± deviation) | other processes' cores | load average |`)
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
   const measure = (m?: Record<string, number>) => (m ? `${m.mean} ± ${m.deviation}` : '—')
   for (const r of rows) {
-    console.log(`| ${r.build} | ${r.selection} | ${r.clients} | ${r.answered} | ${r.answeredPerSecond} | ${r.answerP50Ms} / ${r.answerP99Ms} / ${r.answerMaxMs} | ${r.timeouts504} | ${r.refused} | ${r.refusalP50Ms} / ${r.refusalP99Ms} / ${r.refusalMaxMs} | ${r.refusalsOverLimit} | ${r.refusalInServerP50Ms} / ${r.refusalInServerP99Ms} / ${r.refusalInServerMaxMs} | ${r.withoutRetryAfter} | ${r.otherErrors} | ${r.serverLoopDelayP99Ms} / ${r.serverLoopDelayMaxMs} | ${measure(r.limiterMeasured[r.selection === 'rewrites' ? 'ask with rewrites' : 'ask'])} | ${r.otherCores} | ${r.loadAverage} |`)
+    console.log(`| ${r.build} | ${r.selection} | ${r.clients} | ${r.answered} | ${r.answeredRewritesStopped ?? '—'} | ${r.answeredPerSecond} | ${r.answerP50Ms} / ${r.answerP99Ms} / ${r.answerMaxMs} | ${r.timeouts504} | ${r.refused} | ${r.refusalP50Ms} / ${r.refusalP99Ms} / ${r.refusalMaxMs} | ${r.refusalsOverLimit} | ${r.refusalInServerP50Ms} / ${r.refusalInServerP99Ms} / ${r.refusalInServerMaxMs} | ${r.liveProbeP50Ms} / ${r.liveProbeP99Ms} / ${r.liveProbeMaxMs} | ${r.withoutRetryAfter} | ${r.otherErrors} | ${r.serverLoopDelayP99Ms} / ${r.serverLoopDelayMaxMs} | ${r.benchLoopDelayP99Ms} / ${r.benchLoopDelayMaxMs} | ${measure(r.limiterMeasured[r.selection === 'rewrites' ? 'ask with rewrites' : 'ask'])} | ${r.otherCores} | ${r.loadAverage} |`)
   }
 }
 
