@@ -6,24 +6,30 @@
 // memory of a process searching it (anonymous and file-backed apart: the graph is mapped), over
 // a sweep of search settings; the exact in-memory path beside it where it fits; with --ask N, the
 // `ask` p50 at concurrency 1 over this store against the same questions over eval-300's store.
+// With --vectors-once, where the vectors are kept once (issue 46): (A) the graph's candidates
+// rescored from the store's chunk blobs (a whole blob per candidate, a blob per distinct chunk, or
+// `substr` of the blob) beside today's rows file, and what SQLite reads for a `substr`; (B) the
+// store's blobs released into the rows file: disk before and after (freed pages, then VACUUM),
+// the served ANN p50 and the exact path's load beside what they were before.
 // Every resumable step resumes: a killed run picks up where it stopped.
-//   npx tsc -p . && node dist/bench/ann-scale.js --passages 1000000 [--ask 30] [--exact] [--sweep]
+//   npx tsc -p . && node dist/bench/ann-scale.js --passages 1000000 [--ask 30] [--exact] [--sweep] [--vectors-once]
 import { execFileSync } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import Database from 'better-sqlite3'
 import usearch from 'usearch'
 import { loadConfig } from '../core/config.js'
 import { createLogger, silentLogger } from '../core/log.js'
 import type { Passage } from '../core/passage.js'
 import { DEFAULT_ENCODERS_DIR, DEFAULT_SHARED_DATA, PROJECT_ROOT } from '../core/paths.js'
-import { buildAnnIndex } from '../index/dense/ann-index.js'
+import { buildAnnIndex, usearchIndex } from '../index/dense/ann-index.js'
 import { buildIndex } from '../index/build-index.js'
 import { writeStoreVectors } from '../index/dense/store-vectors.js'
 import { ANN_SEARCH_DEFAULTS, AnnSearch } from '../retriever/ann-search.js'
 import { DenseEncoder } from '../retriever/dense-encoder.js'
-import { annFiles, loadVectors } from '../retriever/dense-vectors.js'
+import { annFiles, chunkReleased, listChunks, loadVectors, readAnnManifest } from '../retriever/dense-vectors.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { percentile } from '../src/eval/evaluate-retriever.js'
 import { EVAL_300_STORE, eval300Questions } from '../src/eval/eval-300.js'
@@ -36,7 +42,7 @@ const { values } = parseArgs({
   options: {
     passages: { type: 'string', default: '1000000' }, data: { type: 'string', default: DEFAULT_SHARED_DATA },
     model: { type: 'string', default: 'e5-small-v2-int8' }, ask: { type: 'string', default: '0' },
-    exact: { type: 'boolean', default: false }, sweep: { type: 'boolean', default: false },
+    exact: { type: 'boolean', default: false }, sweep: { type: 'boolean', default: false }, 'vectors-once': { type: 'boolean', default: false },
     child: { type: 'string' }, out: { type: 'string' }, store: { type: 'string' }, queries: { type: 'string' }, settings: { type: 'string' },
   },
 })
@@ -119,6 +125,111 @@ if (values.child === 'ask') {
   report({ p50: percentile(latencies, 50), p99: percentile(latencies, 99), retrievalP50: percentile(retrieval, 50), retrievalP99: percentile(retrieval, 99), retriever, after: memory() })
 }
 
+if (values.child === 'load') {
+  const store = PassageStore.openReadOnly(values.store!)
+  const t = performance.now()
+  const loaded = loadVectors(store, MODEL)!
+  report({ seconds: (performance.now() - t) / 1000, rows: loaded.rows - 1, after: memory() })
+}
+if (values.child === 'rescore') {
+  // The served graph search (ef and candidates as served), then its candidates rescored four ways.
+  const store = PassageStore.openReadOnly(values.store!)
+  const { dim, queries } = readQueries(values.queries!)
+  const files = annFiles(store.dir, MODEL)
+  const index = usearchIndex(dim, readAnnManifest(store.dir, MODEL)!, ANN_SEARCH_DEFAULTS.expansion)
+  index.view(files.graph)
+  const rowBytes = dim * 4
+  const fd = openSync(files.rows, 'r')
+  const row = new Float32Array(dim)
+  const rowU8 = new Uint8Array(row.buffer)
+  const firsts = listChunks(store, MODEL).map((c) => c.first)
+  const chunkFirst = (rowid: number) => {
+    let lo = 0
+    let hi = firsts.length - 1
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1
+      if (firsts[mid]! <= rowid) lo = mid
+      else hi = mid - 1
+    }
+    return firsts[lo]!
+  }
+  const blobOf = store.db.prepare('SELECT data FROM dense_vectors WHERE model = ? AND first_rowid = ?').pluck()
+  const substr = store.db.prepare('SELECT substr(data, ?, ?) FROM dense_vectors WHERE model = ? AND first_rowid = ?').pluck()
+  const candidates = (q: Float32Array) => [...(index.search(q, ANN_SEARCH_DEFAULTS.candidates, 1) as { keys: BigUint64Array }).keys].map((key) => Number(key) + 1)
+  const dot = (q: Float32Array) => {
+    let sum = 0
+    for (let d = 0; d < dim; d++) sum += row[d]! * q[d]!
+    return sum
+  }
+  const best = (scored: [number, number][]) => scored.sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, K).map(([rowid]) => rowid)
+  const ways: Record<string, (q: Float32Array) => number[]> = {
+    'graph only (no rescoring)': (q) => candidates(q).slice(0, K),
+    'rows file, pread per candidate (today)': (q) => best(candidates(q).map((rowid) => {
+      readSync(fd, rowU8, 0, rowBytes, (rowid - 1) * rowBytes)
+      return [rowid, dot(q)]
+    })),
+    'store blob per candidate': (q) => best(candidates(q).map((rowid) => {
+      const first = chunkFirst(rowid)
+      const data = blobOf.get(MODEL, first) as Buffer
+      rowU8.set(data.subarray((rowid - first) * rowBytes, (rowid - first + 1) * rowBytes))
+      return [rowid, dot(q)]
+    })),
+    'store blob per distinct chunk': (q) => {
+      const byChunk = new Map<number, number[]>()
+      for (const rowid of candidates(q)) {
+        const first = chunkFirst(rowid)
+        byChunk.set(first, [...(byChunk.get(first) ?? []), rowid])
+      }
+      const scored: [number, number][] = []
+      for (const [first, rowids] of byChunk) {
+        const data = blobOf.get(MODEL, first) as Buffer
+        for (const rowid of rowids) {
+          rowU8.set(data.subarray((rowid - first) * rowBytes, (rowid - first + 1) * rowBytes))
+          scored.push([rowid, dot(q)])
+        }
+      }
+      return best(scored)
+    },
+    'store substr(data) per candidate': (q) => best(candidates(q).map((rowid) => {
+      const first = chunkFirst(rowid)
+      rowU8.set(substr.get((rowid - first) * rowBytes + 1, rowBytes, MODEL, first) as Buffer)
+      return [rowid, dot(q)]
+    })),
+  }
+  const runs = Object.entries(ways).map(([way, search]) => {
+    const r = timed(queries, search, 20)
+    return { way, p50: r.p50, p99: r.p99, results: r.results }
+  })
+  closeSync(fd)
+  // What a substr costs against a whole blob, where in the blob the row lies, and what SQLite
+  // reads for it: on a connection without the mapping (mmap reads are not read calls) and with a
+  // small page cache, /proc/self/io's rchar counts the bytes of every page read.
+  const plain = new Database(join(store.dir, 'passages.sqlite'), { readonly: true })
+  plain.pragma('mmap_size = 0')
+  plain.pragma('cache_size = -256')
+  const rchar = () => Number(/^rchar: (\d+)/m.exec(readFileSync('/proc/self/io', 'utf8'))![1])
+  const sample = firsts.filter((_, i) => i % Math.max(1, Math.floor(firsts.length / 200)) === 0).slice(0, 200)
+  const chunkRows = (listChunks(store, MODEL)[0]!.last - firsts[0]! + 1)
+  const probes = {
+    'whole blob': plain.prepare('SELECT data FROM dense_vectors WHERE model = ? AND first_rowid = ?').pluck(),
+    'substr, first row': plain.prepare(`SELECT substr(data, 1, ${rowBytes}) FROM dense_vectors WHERE model = ? AND first_rowid = ?`).pluck(),
+    'substr, last row': plain.prepare(`SELECT substr(data, ${(chunkRows - 1) * rowBytes + 1}, ${rowBytes}) FROM dense_vectors WHERE model = ? AND first_rowid = ?`).pluck(),
+    'length(data) only': plain.prepare('SELECT length(data) FROM dense_vectors WHERE model = ? AND first_rowid = ?').pluck(),
+  }
+  const reads = Object.entries(probes).map(([probe, statement]) => {
+    let bytes = 0
+    const t = performance.now()
+    for (const first of sample) {
+      const before = rchar()
+      statement.get(MODEL, first)
+      bytes += rchar() - before
+    }
+    return { probe, ms: (performance.now() - t) / sample.length, kbRead: bytes / sample.length / 1024 }
+  })
+  plain.close()
+  report({ runs, reads, chunkRows, sample: sample.length })
+}
+
 function child(mode: string, args: Record<string, string>): Record<string, unknown> {
   const file = join(out, `ann-scale-${mode}-${process.pid}.result.json`)
   const argv = [fileURLToPath(import.meta.url), '--child', mode, '--model', MODEL, '--out', file, ...Object.entries(args).flatMap(([k, v]) => [`--${k}`, v])]
@@ -169,7 +280,8 @@ console.log(`SYNTHETIC store: ${count.toLocaleString('en-US')} passages recombin
 const plan = synthesisPlan(pool.length, count)
 let t = performance.now()
 const copied = await writeStoreVectors({
-  store: storeDir, model: MODEL, chunkSize: 8192, log,
+  // The encoders' own chunk (store-vectors.ts, encode_passages.py): what --vectors-once reads blobs of.
+  store: storeDir, model: MODEL, chunkSize: 1024, log,
   label: `copying SYNTHETIC ${MODEL} vectors in`,
   source: async (rows) => rows.map((r) => {
     const i = Number(r.id.slice('syn-'.length))
@@ -181,7 +293,8 @@ const copied = await writeStoreVectors({
 console.log(`vectors copied in: ${copied.written.toLocaleString('en-US')} in ${((performance.now() - t) / 1000).toFixed(1)} s`)
 writeFileSync(`${storeDir}.vectors-done`, `${new Date().toISOString()}\n`)
 
-const ann = await buildAnnIndex({ store: storeDir, model: MODEL, threads: 2, log })
+// --vectors-once measures the store before its vectors are released: the build keeps both copies.
+const ann = await buildAnnIndex({ store: storeDir, model: MODEL, threads: 2, log, release: !values['vectors-once'] })
 const files = annFiles(storeDir, MODEL)
 const graphMB = statSync(files.graph).size / 2 ** 20
 const rowsMB = statSync(files.rows).size / 2 ** 20
@@ -246,7 +359,68 @@ if (values.exact) {
   console.log(`${'exact f32 in memory (usearch SIMD), the path without an index'.padEnd(58)}${recall(e.results).toFixed(4).padStart(9)}${e.p50.toFixed(3).padStart(9)}${e.p99.toFixed(3).padStart(9)}`)
   console.log(`exact search process memory: RSS ${exact.after.rssMB.toFixed(0)} MB (anonymous ${exact.after.anonMB.toFixed(0)} MB, peak ${exact.after.peakMB.toFixed(0)} MB)`)
 }
+if (values['vectors-once']) await vectorsOnce()
 rmSync(queriesFile, { force: true })
+
+async function vectorsOnce(): Promise<void> {
+  const storeFile = join(storeDir, 'passages.sqlite')
+  const disk = () => {
+    const s = PassageStore.openReadOnly(storeDir)
+    const pages = s.db.pragma('page_size', { simple: true }) as number
+    const free = (s.db.pragma('freelist_count', { simple: true }) as number) * pages
+    const released = listChunks(s, MODEL).filter((c) => chunkReleased(c, storeDir, MODEL)).length
+    s.close()
+    const size = (f: string) => (existsSync(f) ? statSync(f).size : 0)
+    const annBytes = readdirSync(files.dir).reduce((sum, f) => sum + size(join(files.dir, f)), 0)
+    return { store: size(storeFile) + size(`${storeFile}-wal`), free, ann: annBytes, rows: size(files.rows), graph: size(files.graph), released }
+  }
+  const mb = (b: number) => `${(b / 2 ** 20).toFixed(0)} MB`
+  const line = (label: string, d: ReturnType<typeof disk>) => console.log(`  ${label.padEnd(44)} store ${mb(d.store).padStart(8)} (free pages ${mb(d.free)})  ann/ ${mb(d.ann).padStart(8)} (rows ${mb(d.rows)}, graph ${mb(d.graph)})  total ${mb(d.store + d.ann).padStart(8)}  ${(((d.store + d.ann) / count)).toFixed(0)} B/passage`)
+  const before = disk()
+  type Rescore = { runs: { way: string; p50: number; p99: number; results: number[][] }[]; reads: { probe: string; ms: number; kbRead: number }[]; chunkRows: number; sample: number }
+  type Load = { seconds: number; rows: number; after: ReturnType<typeof memory> }
+  console.log(`\nvectors kept once (--vectors-once), ${count.toLocaleString('en-US')} SYNTHETIC vectors × ${dim}, chunks of the encoders' 1,024 rows:`)
+  if (before.released === 0) {
+    const a = child('rescore', { store: storeDir, queries: queriesFile }) as Rescore
+    const today = a.runs[1]!.results
+    console.log(`(A) the served graph search (ef ${ANN_SEARCH_DEFAULTS.expansion}), its ${ANN_SEARCH_DEFAULTS.candidates} candidates rescored in float32 from:`)
+    console.log(`  ${'rescored from'.padEnd(44)} recall@10   p50 ms   p99 ms   top-10 as today's`)
+    for (const r of a.runs) {
+      const same = r.results.filter((ids, i) => ids.join() === today[i]!.join()).length
+      console.log(`  ${r.way.padEnd(44)}${recall(r.results).toFixed(4).padStart(9)}${r.p50.toFixed(3).padStart(9)}${r.p99.toFixed(3).padStart(9)}   ${same}/${r.results.length}`)
+    }
+    console.log(`  what SQLite reads per call (${a.sample} chunks of ${a.chunkRows} rows; a connection without mmap, 256 KB page cache; /proc/self/io rchar):`)
+    for (const r of a.reads) console.log(`    ${r.probe.padEnd(20)} ${r.ms.toFixed(3).padStart(8)} ms  ${r.kbRead.toFixed(0).padStart(7)} KB read`)
+  } else {
+    console.log(`(A) not measured: ${before.released} chunks of this store are released already (build a fresh store to measure them from blobs)`)
+  }
+  const served = () => (child('ann', { store: storeDir, queries: queriesFile, settings: JSON.stringify([ANN_SEARCH_DEFAULTS]) }) as typeof annRun).runs[0]!
+  const annBefore = served()
+  const loadBefore = child('load', { store: storeDir }) as Load
+  let t = performance.now()
+  const built = await buildAnnIndex({ store: storeDir, model: MODEL, threads: 2, log: silentLogger })
+  const releaseSeconds = (performance.now() - t) / 1000
+  const released = disk()
+  t = performance.now()
+  const vacuum = PassageStore.openForUpdate(storeDir)
+  vacuum.db.exec('VACUUM')
+  vacuum.close()
+  const vacuumSeconds = (performance.now() - t) / 1000
+  const after = disk()
+  const annAfter = served()
+  const loadAfter = child('load', { store: storeDir }) as Load
+  const same = annAfter.results.filter((ids, i) => ids.join() === annBefore.results[i]!.join()).length
+  console.log(`(B) the store's blobs released into the ANN rows file (${built.released.chunks.toLocaleString('en-US')} chunks, ${built.released.rows.toLocaleString('en-US')} vectors in ${releaseSeconds.toFixed(1)} s: each read back from the file and compared), then VACUUM (${vacuumSeconds.toFixed(1)} s):`)
+  line('before: both copies (today)', before)
+  line('released, before VACUUM (freed pages reused)', released)
+  line('released, after VACUUM', after)
+  console.log(`  served ANN search (ef ${ANN_SEARCH_DEFAULTS.expansion}, ${ANN_SEARCH_DEFAULTS.candidates} rescored from the rows file): p50 ${annBefore.p50.toFixed(3)} / p99 ${annBefore.p99.toFixed(3)} ms before, ` +
+    `${annAfter.p50.toFixed(3)} / ${annAfter.p99.toFixed(3)} ms after; top-10 identical for ${same}/${annAfter.results.length} questions`)
+  console.log(`  exact path's load (loadVectors, ${loadAfter.rows.toLocaleString('en-US')} vectors): ${loadBefore.seconds.toFixed(1)} s from the blobs, ${loadAfter.seconds.toFixed(1)} s from the rows file (SHA-256 of every released chunk checked)`)
+  const perPassage = (d: ReturnType<typeof disk>) => (d.store + d.ann) / count
+  console.log(`  21M passages at ${dim} dims from these bytes per passage: ${(perPassage(before) * 21e6 / 1e9).toFixed(1)} GB with both copies, ` +
+    `${(perPassage(after) * 21e6 / 1e9).toFixed(1)} GB kept once (store ${(after.store / count * 21e6 / 1e9).toFixed(1)} + rows ${(after.rows / count * 21e6 / 1e9).toFixed(1)} + graph ${(after.graph / count * 21e6 / 1e9).toFixed(1)} GB)`)
+}
 
 const askCount = Number(values.ask)
 if (askCount > 0) {

@@ -382,6 +382,19 @@ export const ERR_ANN_INDEX = createError(
   { meaning: 'A store\'s ANN index was built from older vectors than the store holds now, or its files are damaged: searching it would give stale or wrong passages.', fix: 'Run `ambigqa index ann --store <dir> --model <model>` (resumable) to rebuild it.' },
 )
 
+export const ERR_VECTORS_FILE = createError(
+  'VECTORS_FILE',
+  503,
+  (store: string, model: string, file: string, problem: string) =>
+    `the ${model} vectors of the store at ${store} were released to ${file}, their one copy, which ${problem}: they are not read. ` +
+    `Put that file back from a backup taken with the store; failing that, delete the store's ${model} vectors ` +
+    `(sqlite3 ${store}/passages.sqlite "DELETE FROM dense_vectors WHERE model = '${model}'") and run \`ambigqa index encode --store ${store} --model ${model}\` again`,
+  {
+    meaning: 'An ANN build keeps a store\'s dense vectors once, in the rows file beside its graph (STORE/ann/<model>.f32), and the store\'s own copy is released; that file is missing, shorter than the rows released into it, or holds other vectors than were released (checked against the SHA-256 each released chunk keeps).',
+    fix: 'Put the rows file back from a backup taken with the store; failing that, delete the model\'s vectors from the store (`DELETE FROM dense_vectors WHERE model = \'<model>\'`) and encode again.',
+  },
+)
+
 /** Every factory in the catalogue, for tests that check codes are unique and well formed, and for docs/errors.md. */
 export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_QUESTION_INVALID as ErrorFactory<never[]>, ERR_BATCH_TOO_LARGE as ErrorFactory<never[]>,
@@ -392,6 +405,6 @@ export const catalogue: readonly ErrorFactory<never[]>[] = [
   ERR_STORE_INCOMPLETE, ERR_STORE_CORRUPT, ERR_STORE_BUSY, ERR_JOB_BUSY, ERR_COTRAIN_CONFIG, ERR_QUESTIONS_FILE, ERR_DATA_MISSING, ERR_TRAINING_DATA,
   ERR_INTERNAL, ERR_SOURCE_CHANGED, ERR_APPEND_UNFINISHED,
   ERR_PREDICTIONS_INVALID, ERR_REFERENCE_INVALID,
-  ERR_MODEL_MISSING, ERR_VECTORS_MISSING, ERR_ANN_INDEX, ERR_MODEL_INVALID, ERR_OUTPUT_UNWRITABLE,
+  ERR_MODEL_MISSING, ERR_VECTORS_MISSING, ERR_ANN_INDEX, ERR_VECTORS_FILE, ERR_MODEL_INVALID, ERR_OUTPUT_UNWRITABLE,
   ERR_ARGUMENT_INVALID, ERR_RETRIEVER_UNAVAILABLE, ERR_JOBS_DISABLED, ERR_UNAUTHORIZED, ERR_PATH_NOT_ALLOWED, ERR_HOST_NOT_ALLOWED,
 ] as unknown as readonly ErrorFactory<never[]>[]

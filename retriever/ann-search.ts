@@ -2,11 +2,16 @@
 // (usearch's view), so the server's own memory does not grow with the corpus, and its best
 // `candidates` are rescored exactly from the float32 rows file, read row by row: the quantised
 // copies in the graph only choose candidates, never the final order (int8 alone plateaus at
-// recall@10 0.77 on 1M near-duplicate vectors, bench/vector-index).
+// recall@10 0.77 on 1M near-duplicate vectors, bench/vector-index). The rows file is also the
+// store's one copy of the vectors released into it (dense-vectors.ts): reading the candidates'
+// rows from the store's chunk blobs instead costs a whole chunk per candidate (bench/ann-scale
+// --vectors-once). Opening checks the file against the store: its length, and the last released
+// chunk against the SHA-256 its marker keeps (one chunk, not all: the manifest's stamp already
+// says the vectors are the ones the index was built from).
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
 import usearch, { type Index } from 'usearch'
 import { ERR_ANN_INDEX } from '../core/errors.js'
-import { annFiles, readAnnManifest, vectorsStamp, type AnnManifest } from './dense-vectors.js'
+import { annFiles, checkReleasedRows, readAnnManifest, vectorsStamp, type AnnManifest } from './dense-vectors.js'
 import type { PassageStore } from './passage-store.js'
 
 export interface AnnSearchSettings {
@@ -46,7 +51,9 @@ export class AnnSearch {
     if (!manifest) return undefined
     if (manifest.stamp !== vectorsStamp(store, model)) throw ERR_ANN_INDEX(store.dir, model, 'was built from older vectors than the store holds now')
     const files = annFiles(store.dir, model)
-    if (!existsSync(files.graph) || !existsSync(files.rows) || statSync(files.rows).size !== manifest.rows * manifest.dim * 4) {
+    // Released vectors first: for them rebuilding the index would not help, the file is their one copy.
+    checkReleasedRows(store, model)
+    if (!existsSync(files.graph) || !existsSync(files.rows) || statSync(files.rows).size < manifest.rows * manifest.dim * 4) {
       throw ERR_ANN_INDEX(store.dir, model, 'lacks a file, or a file\'s size differs from its manifest')
     }
     const index = new usearch.Index({

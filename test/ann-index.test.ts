@@ -10,28 +10,14 @@ import { annFiles, loadVectors } from '../retriever/dense-vectors.js'
 import { PassageStore } from '../retriever/passage-store.js'
 import { silentLogger } from '../core/log.js'
 import { seededRandom } from '../bench/synthetic-corpus.js'
+import { clustered as clusteredOf, gaussian, unit } from './helpers/clustered-vectors.js'
 import { buildDemoStore } from './helpers/demo-store.js'
 import { runCli } from './helpers/run-cli.js'
 
-// Vectors copied in, not computed: the index is about vectors, and these need no encoder. Rows
-// fall in 50 clusters, as passages about the same subject do, so neighbours are close calls.
+// Vectors copied in, not computed (test/helpers/clustered-vectors.ts): 50 clusters, close calls.
 const MODEL = 'e5-small-v2-int8'
 const DIM = 32
-function clustered(seed: number): VectorSource {
-  const centres = Array.from({ length: 50 }, (_, c) => unit(Array.from({ length: DIM }, gaussian(seededRandom(1000 + c)))))
-  return async (rows) => rows.map((r) => {
-    const noise = gaussian(seededRandom(seed * 100_003 + r.rowid))
-    return unit(Array.from(centres[r.rowid % 50]!, (v) => v + 0.3 * noise()))
-  })
-}
-function gaussian(random: () => number): () => number {
-  return () => Math.sqrt(-2 * Math.log(random() || 1e-12)) * Math.cos(2 * Math.PI * random())
-}
-function unit(v: ArrayLike<number>): Float32Array {
-  const out = Float32Array.from(v)
-  const norm = Math.hypot(...out)
-  return out.map((x) => x / norm)
-}
+const clustered = (seed: number): VectorSource => clusteredOf(seed, DIM)
 
 async function storeWithVectors(seed = 1): Promise<string> {
   const store = await buildDemoStore('ann-')

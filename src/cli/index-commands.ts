@@ -205,4 +205,5 @@ function annReport(out: (line: string) => void, r: Awaited<ReturnType<typeof bui
   out(r.built
     ? `ANN index of ${m.rows.toLocaleString('en-US')} ${m.model} vectors (HNSW ${m.quantization}, M ${m.connectivity}) built in ${r.seconds.toFixed(1)} s${r.resumedAt > 0 ? ` (resumed at ${r.resumedAt.toLocaleString('en-US')})` : ''}`
     : `ANN index of ${m.rows.toLocaleString('en-US')} ${m.model} vectors is up to date (built ${m.builtAt})`)
+  if (r.released.rows > 0) out(`${r.released.rows.toLocaleString('en-US')} ${m.model} vectors released from the store: the ANN rows file is their one copy`)
 }
