@@ -6,7 +6,9 @@
 // kill-node, start-node) the same way. Run as a program it is a benchmark of its own, on the real
 // demo passages: the retrievers as served (reads retried on the other node within their timeout)
 // beside the same retrievers trying each read once, under one load and one kill, first of a node
-// that is not the master, then of the master, with a write attempted while each is down.
+// that is not the master, then of the master, with a write attempted while each is down. The
+// cluster is scripts/elasticsearch's two data nodes and their voting-only tiebreaker (node 3):
+// with the master lost, the two left elect the surviving data node.
 //   npx tsc -p . && node dist/bench/es-node-loss.js [--passages 5531] [--port 9280] [--loss-seconds 20] [--keep]
 import { execFile } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -66,8 +68,11 @@ export interface LoadCounts {
 
 export interface NodeLossReport {
   killedNode: number
-  /** Whether the killed node was the elected master (with two master-eligible nodes, only one votes). */
+  /** Whether the killed node was the elected master. */
   killedMaster: boolean
+  /** With the master killed: the node the others elected, and the seconds from the kill until a
+   * surviving node named it (absent when none was elected before the killed node restarted). */
+  reelection?: { node: number; seconds: number }
   before: LoadCounts
   /** From the kill until the node has rejoined. */
   duringLoss: LoadCounts
@@ -93,9 +98,10 @@ export interface NodeLossOptions {
   questions: readonly string[]
   k: number
   concurrency: number
-  /** Which node: its number, the elected master, or another one. With two master-eligible nodes
-   * only the master votes: losing it leaves no master (searches go on, writes wait), losing the
-   * other promotes the replicas of its primaries. */
+  /** Which node: its number, the elected master, or a data node that is not the master. With
+   * three master-eligible nodes (two data nodes and scripts/elasticsearch's voting-only one),
+   * losing the master leaves two votes of three, which elect another; losing another data node,
+   * the master promotes the replicas of its primaries. */
   kill: number | 'master' | 'other'
   /** Load before the kill, while the node is down, and after the index is green again. */
   beforeMs: number
@@ -154,19 +160,43 @@ export async function runNodeLoss(o: NodeLossOptions): Promise<NodeLossReport> {
       }
     }
   }
-  const master = (await o.client.cat.master({ format: 'json' })) as unknown as { node: string }[]
   // scripts/elasticsearch names node I of the cluster on port P ambigqa-P-node-I.
-  const masterNode = Number(new RegExp(`^ambigqa-${o.port}-node-(\\d+)$`).exec(master[0]?.node ?? '')?.[1])
+  const nodeNumber = (name: string | undefined) => Number(new RegExp(`^ambigqa-${o.port}-node-(\\d+)$`).exec(name ?? '')?.[1])
+  const master = (await o.client.cat.master({ format: 'json' })) as unknown as { node: string }[]
+  const masterNode = nodeNumber(master[0]?.node)
   if (!Number.isInteger(masterNode)) throw new Error(`no elected master named ambigqa-${o.port}-node-I (got ${JSON.stringify(master)}): is this a cluster of scripts/elasticsearch up --nodes N?`)
   const killNode = o.kill === 'master' ? masterNode : o.kill === 'other' ? (masterNode === 1 ? 2 : 1) : o.kill
   const killedMaster = killNode === masterNode
   const loops = Array.from({ length: o.concurrency }, loop)
+  let reelection: NodeLossReport['reelection']
+  let watching = killedMaster
+  let killedAt = NaN
+  // Each surviving node's own view (local), asked every 100 ms, until one names another master.
+  const watch = async () => {
+    while (watching) {
+      try {
+        const [seen] = (await o.client.cat.master({ format: 'json', local: true }, { requestTimeout: 1000, maxRetries: 0 })) as unknown as { node: string }[]
+        const node = nodeNumber(seen?.node)
+        if (Number.isInteger(node) && node !== killNode) {
+          reelection = { node, seconds: (performance.now() - killedAt) / 1000 }
+          return
+        }
+      } catch {
+        // No master yet, or the request went to the dead node (the pool sets it aside).
+      }
+      await sleep(100)
+    }
+  }
+  let watcher: Promise<void> = Promise.resolve()
   try {
     await sleep(o.beforeMs)
     phase = 'duringLoss'
-    const killedAt = performance.now()
+    killedAt = performance.now()
+    watcher = watch()
     log(await es('kill-node', String(killNode)))
     const [, duringLossResult] = await Promise.all([sleep(o.lossMs), o.duringLoss?.()])
+    watching = false
+    await watcher
     // Every shard has a copy on the surviving node: the index still counts every passage.
     const countDuringLoss = (await o.client.count({ index: o.index })).count
     const restartedAt = performance.now()
@@ -190,10 +220,11 @@ export async function runNodeLoss(o: NodeLossOptions): Promise<NodeLossReport> {
         mine.p99Ms = percentileOf(latencyOf(`${name}\u0000${label}`), 99)
       }
     }
-    return { killedNode: killNode, killedMaster, ...phases, countDuringLoss, lossSeconds, recoverySeconds, ...(o.duringLoss ? { duringLossResult } : {}) }
+    return { killedNode: killNode, killedMaster, ...(reelection ? { reelection } : {}), ...phases, countDuringLoss, lossSeconds, recoverySeconds, ...(o.duringLoss ? { duringLossResult } : {}) }
   } finally {
     stopped = true
-    await Promise.all(loops)
+    watching = false
+    await Promise.all([...loops, watcher])
   }
 }
 
@@ -347,6 +378,7 @@ async function main(): Promise<void> {
         }
         say(`${label.padEnd(22)}${cell(loss.before)}${cell(loss.duringLoss)}${cell(loss.afterReturn)}`)
       }
+      if (loss.killedMaster) say(loss.reelection ? `node ${loss.reelection.node} named the elected master ${loss.reelection.seconds.toFixed(1)} s after the kill` : 'no master elected while it was down')
       for (const e of loss.duringLoss.firstErrors) say(`  ${e}`)
       say(`write of 50 passages while down: ${write.applied ? 'applied' : `refused with ${write.code}`} after ${write.seconds.toFixed(1)} s; ${written} of them in the index after recovery`)
       say(`passages counted while down: ${loss.countDuringLoss}; after: index ${compared.indexPassages} (${compared.indexVectors} with vectors), store ${compared.storePassages}; ${compared.matching} of ${compared.sampled} sampled passages identical`)

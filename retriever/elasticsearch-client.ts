@@ -21,16 +21,52 @@ export function esNodes(url: string): string[] {
   return url.split(',').map((u) => u.trim()).filter(Boolean)
 }
 
+/** What one read (esRead) carries through its attempts, as the request's context. */
+interface ReadState {
+  /** Nodes (connection ids) that refused, dropped or could not serve an attempt of this read. */
+  avoid: Set<string>
+  /** The node the latest attempt was sent to. */
+  last?: string
+}
+const READ_STATE = 'ambigqaRead'
+type PoolOptions = Parameters<ClusterConnectionPool['getConnection']>[0]
+
+/**
+ * The pool of a client of several nodes: ClusterConnectionPool (a node that failed is set aside),
+ * with two changes for reads retried on another node. An attempt of a read goes to a node that
+ * has not failed that read, while one remains, even when the pool has set every node aside (it
+ * would otherwise pick among all, the node that just failed included: a read lost that way at a
+ * master's loss, measured). And a node set aside is pinged again after 5 s, every 5 s, not after 1,
+ * 2, 4... up to 32 minutes: one that came back is used again at once, so the next node lost
+ * leaves the pool with a live one.
+ */
+class ReadRetryPool extends ClusterConnectionPool {
+  constructor(...args: ConstructorParameters<typeof ClusterConnectionPool>) {
+    super(...args)
+    this.resurrectTimeout = 5_000
+    this.resurrectTimeoutCutoff = 0
+  }
+
+  override getConnection(opts: PoolOptions) {
+    const state = (opts.context as Record<string, ReadState> | null | undefined)?.[READ_STATE]
+    if (!state) return super.getConnection(opts)
+    const filter = opts.filter
+    const chosen = (state.avoid.size > 0 ? super.getConnection({ ...opts, filter: (c) => !state.avoid.has(c.id) && (filter ? filter(c) : true) }) : null) ?? super.getConnection(opts)
+    state.last = chosen?.id
+    return chosen
+  }
+}
+
 export function createEsClient(options: EsOptions): Client {
   const nodes = esNodes(options.url)
   return new Client({
     nodes,
-    // Several nodes: one that fails to answer is set aside and pinged back after a minute, so only
-    // the requests in flight when it died fail. The client's default pool only lowers a failed
+    // Several nodes: one that fails to answer is set aside and pinged back every 5 s (ReadRetryPool),
+    // so only the requests in flight when it died fail. The client's default pool only lowers a failed
     // node's weight and keeps sending it real queries, each of which fails (16 in 24 s of one
     // node's loss, measured under the test's load). One node keeps the default: it is used dead
     // or alive, so the next request works as soon as it is back.
-    ...(nodes.length > 1 ? { ConnectionPool: ClusterConnectionPool } : {}),
+    ...(nodes.length > 1 ? { ConnectionPool: ReadRetryPool } : {}),
     requestTimeout: options.requestTimeoutMs ?? 30_000,
     maxRetries: options.maxRetries ?? 1,
     sniffOnStart: false,
@@ -78,9 +114,10 @@ const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
  * each attempt given what is left of it. A node that refused or dropped the connection (killed, or
  * gone with its machine) is set aside by the pool, and the read goes at once to another one, each
  * node tried once: a cluster down everywhere still fails at once. An answer that says the cluster
- * cannot serve the index now (a node just lost, replicas being promoted, a master being elected: a
- * matter of seconds) is asked again after 50, 100, 200 ms... Writes never come here: a bulk batch
- * refused stays refused, with its coded error, and is sent again whole by the build that resumes.
+ * cannot serve the index now (a node just lost, replicas being promoted, a master being elected, a
+ * node rejoining: a matter of seconds) is asked again after 50, 100, 200 ms..., of another node
+ * while one has not said so. Writes never come here: a bulk batch refused stays refused, with its
+ * coded error, and is sent again whole by the build that resumes.
  */
 export async function esRead<T>(options: EsOptions, read: (attempt: TransportRequestOptions) => Promise<T>): Promise<T> {
   if (options.retryReads === false) {
@@ -92,16 +129,19 @@ export async function esRead<T>(options: EsOptions, read: (attempt: TransportReq
   }
   const nodes = esNodes(options.url).length
   const deadline = performance.now() + (options.requestTimeoutMs ?? 30_000)
+  // The nodes that failed this read, for the pool (ReadRetryPool) to send the next attempt elsewhere.
+  const state: ReadState = { avoid: new Set() }
   let refused = 0
   let waited = 0
   for (;;) {
     try {
-      return await read({ requestTimeout: Math.max(MIN_ATTEMPT_MS, Math.round(deadline - performance.now())) })
+      return await read({ requestTimeout: Math.max(MIN_ATTEMPT_MS, Math.round(deadline - performance.now())), context: { [READ_STATE]: state } })
     } catch (err) {
       const coded = esError(err, options)
       let wait: number | undefined
       if (err instanceof errors.ConnectionError) wait = ++refused < nodes ? 0 : undefined
       else if (err instanceof errors.ResponseError && coded.code === ERR_ELASTICSEARCH_UNAVAILABLE.code) wait = FIRST_WAIT_MS * 2 ** waited++
+      if (wait !== undefined && state.last !== undefined) state.avoid.add(state.last)
       if (wait === undefined || performance.now() + wait > deadline - MIN_ATTEMPT_MS) throw coded
       if (wait > 0) await sleep(wait)
     }

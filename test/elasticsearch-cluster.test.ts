@@ -1,11 +1,14 @@
-// The README's scale-out recipe on a real two-node Elasticsearch cluster: up --nodes 2, a store
-// built and encoded, the index built (BM25) and given the store's vectors (--from-store), then one
-// node killed -9 under a query load and started again. Every query is answered (a read the dead
-// node dropped is asked again of the other one), a write while it is down is applied whole, one
-// while the master is down is refused with the coded error and applies nothing, and once the node
-// is back the index holds every passage of the store. Its own ports (ES_PORT 9250: nodes on
-// 9250 and 9251), so it runs beside the single node the other Elasticsearch tests use. Without
-// java or the encoder it skips, saying why; under CI (CI set) it fails instead.
+// The README's scale-out recipe on a real Elasticsearch cluster of two data nodes and a
+// voting-only one: up --nodes 2, a store built and encoded, the index built (BM25) and given the
+// store's vectors (--from-store), then a data node killed -9 under a query load and started again,
+// first one that is not the master, then the master. Every query is answered (a read the dead node
+// dropped is asked again of the other one; with the master lost, the two nodes left elect the
+// surviving data node), a write while either is down is applied whole, one while the cluster has
+// lost its quorum (the master and the voting-only node down) is refused with the coded error and
+// applies nothing, and once the nodes are back the index holds every passage of the store. Its own
+// ports (ES_PORT 9250: nodes on 9250, 9251 and 9252), so it runs beside the single node the other
+// Elasticsearch tests use. Without java or the encoder it skips, saying why; under CI (CI set) it
+// fails instead.
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
@@ -96,7 +99,7 @@ async function cli(args: string[]): Promise<string> {
   return r.stdout
 }
 
-test('two nodes: shards with a replica each, every query answered while a node is killed -9, writes whole or refused, every passage there after it returns', { skip: javaSkip || encoderSkip, timeout: 900_000 }, async (t) => {
+test('two data nodes and a voting-only one: shards with a replica each, every query answered while a node or the master is killed -9, writes whole or refused, every passage there after it returns', { skip: javaSkip || encoderSkip, timeout: 900_000 }, async (t) => {
   const es = esScript(PORT)
   const dir = mkdtempSync(join(tmpdir(), 'es-cluster-'))
   // Real passages: the first PASSAGES of the demo corpus; 50 others for the writes.
@@ -126,6 +129,10 @@ test('two nodes: shards with a replica each, every query answered while a node i
     for (const node of [`ambigqa-${PORT}-node-1`, `ambigqa-${PORT}-node-2`]) {
       assert.deepEqual(new Set(shards.filter((s) => s.node === node).map((s) => s.shard)), new Set(['0', '1']), `${node} holds a copy of each shard`)
     }
+    // Node 3 votes (master-eligible, voting-only) and holds nothing.
+    const nodes = (await client.cat.nodes({ format: 'json', h: 'name,node.role' })) as unknown as { name: string; 'node.role': string }[]
+    assert.equal(nodes.length, 3, JSON.stringify(nodes))
+    assert.equal(nodes.find((n) => n.name === `ambigqa-${PORT}-node-3`)?.['node.role'], 'mv', JSON.stringify(nodes))
 
     // The retrievers a server opens on this cluster, with its default timeouts and retries.
     const config = { ...defaults, elasticsearch: { ...defaults.elasticsearch, url: URL, index }, dense: { ...defaults.dense, model: ENCODER, threads: 1 } }
@@ -159,22 +166,43 @@ test('two nodes: shards with a replica each, every query answered while a node i
     assert.equal(compared.sampled, 200)
     assert.equal(compared.matching, 200)
 
-    // The master down: no write is taken (the survivor cannot elect one alone); refused with the
-    // coded error, and none of its passages there once the master is back.
+    // The master killed under the same load: the surviving data node and the voting-only one are two
+    // votes of three and elect the data node; every query answered, a write taken whole.
+    const masterLoss = await runNodeLoss({
+      port: PORT, client, index, retrievers, questions: QUESTIONS, k: 10, concurrency: 2, kill: 'master', beforeMs: 5000, lossMs: 8000, afterMs: 2000,
+      duringLoss: () => attemptWrite({ url: URL, index }, extra, 'master-down-'),
+    })
+    const masterDetail = JSON.stringify(masterLoss)
+    t.diagnostic(`master loss: ${masterDetail}`)
+    t.diagnostic(`p99 before the loss ${masterLoss.before.p99Ms.toFixed(1)} ms (${masterLoss.before.answered} answered), while master node ${masterLoss.killedNode} was down ${masterLoss.duringLoss.p99Ms.toFixed(1)} ms (${masterLoss.duringLoss.answered} answered; node ${masterLoss.reelection?.node} elected ${masterLoss.reelection?.seconds.toFixed(1)} s after the kill), after its return ${masterLoss.afterReturn.p99Ms.toFixed(1)} ms`)
+    assert.equal(masterLoss.killedMaster, true)
+    assert.ok(masterLoss.reelection, `a master elected while node ${masterLoss.killedNode} was down: ${masterDetail}`)
+    assert.ok([1, 2].includes(masterLoss.reelection.node) && masterLoss.reelection.node !== masterLoss.killedNode, `the surviving data node elected: ${masterDetail}`)
+    assert.ok(masterLoss.duringLoss.answered > 0, masterDetail)
+    for (const phase of [masterLoss.before, masterLoss.duringLoss, masterLoss.afterReturn]) assert.equal(phase.errors, 0, masterDetail)
+    assert.equal((masterLoss.duringLossResult as WriteAttempt).applied, true, masterDetail)
+    assert.equal(masterLoss.countDuringLoss, PASSAGES + 100)
+    await client.indices.refresh({ index })
+    assert.equal(await countPrefix('master-down-'), 50)
+
+    // Quorum lost (the master and the voting-only node down, one vote of three left): no write is
+    // taken; refused with the coded error, and none of its passages there once both are back.
     const master = await masterNode(client)
     await es('kill-node', String(master))
-    const refused = await attemptWrite({ url: URL, index }, extra, 'master-down-')
-    t.diagnostic(`write while the master was down: ${JSON.stringify(refused)}`)
+    await es('kill-node', '3')
+    const refused = await attemptWrite({ url: URL, index }, extra, 'no-quorum-')
+    t.diagnostic(`write without a quorum: ${JSON.stringify(refused)}`)
     assert.equal(refused.applied, false)
     assert.equal(refused.code, 'AMBIGQA_ERR_ELASTICSEARCH_UNAVAILABLE')
-    await es('start-node', String(master))
+    // Together: each waits until the cluster has all three nodes again.
+    await Promise.all([es('start-node', String(master)), es('start-node', '3')])
     for (let waited = 0; (await client.cluster.health({ index, wait_for_status: 'green', timeout: '20s' }, { ignore: [408] })).status !== 'green'; waited += 20) assert.ok(waited < 600, 'green again')
     await client.indices.refresh({ index })
-    assert.equal(await countPrefix('master-down-'), 0)
-    assert.equal((await client.count({ index })).count, PASSAGES + 50)
+    assert.equal(await countPrefix('no-quorum-'), 0)
+    assert.equal((await client.count({ index })).count, PASSAGES + 100)
     const status = await es('status')
     assert.match(status, /"status":"green"/)
-    assert.match(status, /2 of 2 nodes running/)
+    assert.match(status, /3 of 3 nodes running/)
   } finally {
     for (const r of retrievers) await r.close()
     await client.indices.delete({ index, ignore_unavailable: true }).catch(() => undefined)
