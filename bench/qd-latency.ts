@@ -5,8 +5,9 @@
 // (reader/generation/llama-lm.ts), on the held-out split's multi-answer
 // questions (train side: train/splits/qd-heldout.txt; their gold answers and evidence as the
 // trainer saw them). Prints p50/p90/mean per side, and how many rewrites came out token for token
-// the same (greedy either way: they should all be).
-//   npx tsc -p . && node dist/bench/qd-latency.js [--model assets/models/qd-lm] [--sides adapter:0,merged:0,merged:3] [--limit 80]
+// the same (greedy either way: they should all be). A side may name its llama.cpp threads as a
+// third part (merged:3:1), else it has --threads.
+//   npx tsc -p . && node dist/bench/qd-latency.js [--model assets/models/qd-lm] [--sides adapter:0,merged:0,merged:3] [--limit 80] [--threads 2]
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { LlamaLm } from '../reader/generation/llama-lm.js'
@@ -24,15 +25,15 @@ const { values } = parseArgs({
   },
 })
 const sides = values.sides!.split(',').map((s) => {
-  const [model, lookahead] = s.split(':')
-  if ((model !== 'adapter' && model !== 'merged') || !/^\d+$/.test(lookahead ?? '')) throw new Error(`--sides: ${s} is not adapter:N or merged:N`)
-  return { merge: model === 'merged', lookahead: Number(lookahead), label: `${model === 'merged' ? 'merged' : 'adapter at run time'}, ${lookahead === '0' ? 'one token a step' : `prompt lookup, ${lookahead} draft tokens`}` }
+  const [model, lookahead, threads] = s.split(':')
+  if ((model !== 'adapter' && model !== 'merged') || !/^\d+$/.test(lookahead ?? '') || !/^(\d+)?$/.test(threads ?? '')) throw new Error(`--sides: ${s} is not adapter:N or merged:N, or either with :THREADS`)
+  return { merge: model === 'merged', lookahead: Number(lookahead), threads: Number(threads || values.threads), label: `${model === 'merged' ? 'merged' : 'adapter at run time'}, ${lookahead === '0' ? 'one token a step' : `prompt lookup, ${lookahead} draft tokens`}${threads ? `, ${threads} thread${threads === '1' ? '' : 's'}` : ''}` }
 })
 const rows = readFileSync(`${values.data}/qd-heldout.jsonl`, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l))
 const groups = qdGroups(rows).filter((g) => g.pairs.length >= 2).slice(0, Number(values.limit))
 if (groups.length === 0) throw new Error(`no multi-answer groups in ${values.data}/qd-heldout.jsonl (run ambigqa data build)`)
 const lms: LlamaLm[] = []
-for (const side of sides) lms.push(await LlamaLm.load(values.model!, { lookahead: side.lookahead, merge: side.merge, threads: Number(values.threads) }))
+for (const side of sides) lms.push(await LlamaLm.load(values.model!, { lookahead: side.lookahead, merge: side.merge, threads: side.threads }))
 const times: number[][] = sides.map(() => [])
 let same = 0
 const sameAsFirst = sides.map(() => 0)
