@@ -1,5 +1,6 @@
 // bench/es-scale: Elasticsearch at 1M SYNTHETIC passages on two nodes (scripts/elasticsearch up
-// --nodes 2: loopback, 1 GB heap each; 2 shards, 1 replica each), in one run: indexing time (the
+// --nodes 2: loopback, 1 GB heap each, and a voting-only third; 2 shards, 1 replica each), in one
+// run: indexing time (the
 // BM25 index built, then the store's e5 vectors copied in with --from-store), kNN recall@10
 // against exact float32 search over the store's vectors and kNN p50/p99 (the queries pre-encoded,
 // as bench/ann-scale measures the embedded ANN index), BM25 p50/p99 beside the embedded store's
@@ -164,7 +165,7 @@ try {
 
   // A node killed -9 under load, BM25 and kNN (the server's num_candidates, 100) in turn, two
   // queries in flight: first one that is not the elected master (its primaries' replicas are
-  // promoted), then the master (two nodes cannot elect a new one: searches go on, writes wait).
+  // promoted), then the master (the other data node and the voting-only third elect a new one).
   const served = denseAt.get(100) ?? denseAt.values().next().value!
   const lossMs = Number(values['loss-seconds']) * 1000
   const losses = []
