@@ -81,6 +81,7 @@ const configSchema = z
         precision: z.enum(['fp32', 'int8']),
         device: z.enum(DEVICES),
         threads: z.number().int().min(0).max(64),
+        lmThreads: z.number().int().min(1).max(64),
         maxBatch: z.number().int().min(1).max(256),
         maxInputTokens: z.number().int().min(16).max(4096),
         qdMaxInputTokens: z.number().int().min(16).max(4096),
@@ -172,11 +173,14 @@ export const defaults: Config = {
   // oneAnswerWhenUnambiguous: a question the detector judges unambiguous keeps its best answer alone
   // (off: the fit found no gain on the natural mix of questions that it could tell from noise, and
   // it costs multi-answer questions their other answers; calibration.json's `detector` records it).
+  // lmThreads: llama.cpp's threads for each Gemma decoder (QD, SpanSeqGen on Gemma): 1, since two
+  // threads wait on each other when the cores are busy (QD p50 52 s with 2, 4 s with 1 at load 10,
+  // same rewrites: bench/qd-latency, docs/configuration.md).
   // read: passages the reader reads when a request does not say (ask's options.read, --read);
   // retrieve: passages retrieved for it when a request does not say (options.retrieve, --retrieve).
   reader: {
     kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'qd-lm'),
-    precision: 'int8', device: 'cpu', threads: 2, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 8, qdEvidenceVocabulary: true, qdLookahead: 3, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
+    precision: 'int8', device: 'cpu', threads: 2, lmThreads: 1, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 8, qdEvidenceVocabulary: true, qdLookahead: 3, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
     keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), verifier: join(PROJECT_ROOT, 'models', 'verifier'), minConfidence: 0.15, oneAnswerWhenUnambiguous: false, read: 20,
     retrieve: 100,
   },

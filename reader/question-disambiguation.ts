@@ -19,6 +19,8 @@ export interface DisambiguationSettings {
   precision: 'fp32' | 'int8'
   device: Device
   threads: number
+  /** llama.cpp's threads for a Gemma decoder (core/config.ts says why 1). */
+  lmThreads: number
   maxBatch: number
   qdMaxInputTokens: number
   qdCandidates: number
@@ -39,7 +41,7 @@ export class QuestionDisambiguation implements Stage<Read, Disambiguated> {
 
   static async open(settings: DisambiguationSettings, logger?: Logger): Promise<QuestionDisambiguation> {
     if (isLmFolder(settings.qd)) {
-      const lm = await LlamaLm.load(settings.qd, { threads: settings.threads, lookahead: settings.qdLookahead, device: settings.device, ...(logger ? { logger } : {}) })
+      const lm = await LlamaLm.load(settings.qd, { threads: settings.lmThreads, lookahead: settings.qdLookahead, device: settings.device, ...(logger ? { logger } : {}) })
       return new QuestionDisambiguation(new LmDisambiguator(lm), lm, undefined, settings.maxBatch)
     }
     const seq2seq = await Seq2SeqModel.load(settings.qd, { precision: settings.precision, device: settings.device, threads: settings.threads, ...(logger ? { logger } : {}) })

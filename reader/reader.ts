@@ -23,6 +23,8 @@ export interface ReaderSettings extends ExtractiveSettings {
   precision: 'fp32' | 'int8'
   device: Device
   threads: number
+  /** llama.cpp's threads for a Gemma decoder (core/config.ts says why 1). */
+  lmThreads: number
   maxBatch: number
   maxInputTokens: number
   numBeams: number
@@ -60,7 +62,7 @@ export class Reader implements Stage<Reranked, Read> {
     if (isLmFolder(settings.spanseqgen)) {
       // SpanSeqGen on the pretrained decoder (an lm.json folder trained for `span`; its lm.json
       // says how it is served).
-      const lm = new LmSpanReader(await LlamaLm.load(settings.spanseqgen, { threads: settings.threads, device: settings.device, ...(logger ? { logger } : {}) }), { constrainToPassages: settings.constrainToPassages })
+      const lm = new LmSpanReader(await LlamaLm.load(settings.spanseqgen, { threads: settings.lmThreads, device: settings.device, ...(logger ? { logger } : {}) }), { constrainToPassages: settings.constrainToPassages })
       return new Reader(lm, lm, settings.maxBatch)
     }
     const own = shared?.folder === settings.spanseqgen ? undefined : await Seq2SeqModel.load(settings.spanseqgen, device)
