@@ -4,8 +4,8 @@
 // copies in the graph only choose candidates, never the final order (int8 alone plateaus at
 // recall@10 0.77 on 1M near-duplicate vectors, bench/vector-index). The rows file is also the
 // store's one copy of the vectors released into it (dense-vectors.ts): reading the candidates'
-// rows from the store's chunk blobs instead costs a whole chunk per candidate (bench/ann-scale
-// --vectors-once). Opening checks the file against the store: its length, and the last released
+// rows from the store's chunk blobs instead costs a whole 1.5 MB chunk per candidate, even through
+// `substr` (1M, bench/ann-scale --vectors-once: p50 45-211 ms a query against 2.0 from this file). Opening checks the file against the store: its length, and the last released
 // chunk against the SHA-256 its marker keeps (one chunk, not all: the manifest's stamp already
 // says the vectors are the ones the index was built from).
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'

@@ -4,11 +4,12 @@
 // into the model's float32 rows file (STORE/ann/<model>.f32, row r is rowid r + 1), which its search
 // rescores candidates from row by row; once that file is written, flushed and published, the build
 // releases the chunks' blobs (index/dense/release-vectors.ts): each becomes a marker holding the
-// SHA-256 of the bytes it held, and the rows file is the one copy of them. Reading candidates' rows
-// out of the chunk blobs instead was measured and lost (bench/ann-scale --vectors-once,
-// BENCHMARKS.md: every candidate costs its whole chunk's blob). Every reader of a model's vectors
-// (exact search, later ANN builds, the copy into Elasticsearch) goes through `readVectorChunks`,
-// which takes each chunk from its blob or, released, from the rows file checked against its marker:
+// SHA-256 of the bytes it held, and the rows file is the one copy of them (1M × 384: 3.0 GB on disk
+// against 4.5 GB with both). Keeping the blobs and rescoring from them instead was measured and lost
+// (bench/ann-scale --vectors-once, BENCHMARKS.md: every candidate costs its whole chunk's blob,
+// p50 45 ms or more against 2). Every reader of a model's vectors (exact search, later ANN builds,
+// the copy into Elasticsearch) goes through `readVectorChunks`, which takes each chunk from its
+// blob or, released, from the rows file checked against its marker:
 // a rows file missing, short or other than what was released is AMBIGQA_ERR_VECTORS_FILE, never
 // zero or stale vectors. `vectorsStamp` tells an ANN index built from today's vectors from a stale
 // one; a release leaves it as it was (the vectors are the same, only their home moved).

@@ -3,7 +3,7 @@
 // takes 53 ms a query and 1.5 GB at 1M passages). Two files beside the store: the float32 rows
 // in rowid order, which the retriever rescores candidates from exactly, and a usearch HNSW graph
 // over quantised copies of them, which the retriever maps instead of loading. The vectors are kept
-// once: once the build is published, the store's blobs of the rows it copied are released
+// once: after the build is published, the store's blobs of the rows it copied are released
 // (release-vectors.ts) and the rows file is their one copy, so a rebuild never deletes it: it
 // brings it up to the store in place (syncRows: the rows of chunks still in blobs written where
 // they differ, released rows read back and checked, never written). Resumable after kill -9: the
