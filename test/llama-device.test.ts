@@ -51,3 +51,28 @@ test('device webgpu where llama.cpp\'s Vulkan build sees no GPU: one warning nam
   }
   assert.equal(modelDevices().filter((m) => m.model === folder).length, 0, 'forgotten when closed')
 })
+
+// What bench/lm-device compares two builds with: lineTokens is lines as tokens, and nextLogits,
+// reading the tokens before a line's first token in one batch as generation read them, names that
+// token as its greedy choice.
+test('lineTokens: the tokens lines writes; nextLogits: the greedy choice and the logits where a line starts', { skip, timeout: 300_000 }, async () => {
+  const lm = await LlamaLm.load(folder, { threads: 1 })
+  try {
+    const prefix = 'Question: when did the harry potter movie come out?\nAnswers: 16 November 2001 | 15 July 2011\n'
+    const forced = ['Answer: 16 November 2001\nSpecific question:', 'Answer: 15 July 2011\nSpecific question:']
+    const traced = await lm.lineTokens(prefix, forced, 24)
+    assert.deepEqual(traced.lines.map((l) => lm.detokenize(l.generated)), await lm.lines(prefix, forced, 24))
+    assert.equal(traced.lines.length, 2)
+    assert.deepEqual(traced.prompt.slice(1), lm.tokenize(prefix))
+    assert.deepEqual(traced.lines.map((l) => l.forced), forced.map((f) => lm.tokenize(f)))
+    const first = traced.lines[0]!.generated[0]!
+    const other = lm.tokenize(' banana')[0]!
+    const { top, logits } = await lm.nextLogits([...traced.prompt, ...traced.lines[0]!.forced], [first, other])
+    assert.equal(top, first)
+    assert.equal(logits.length, 2)
+    assert.ok(logits.every(Number.isFinite) && logits[0]! > logits[1]!, JSON.stringify(logits))
+    await assert.rejects(lm.nextLogits([], [first]), /no tokens/)
+  } finally {
+    await lm.close()
+  }
+})
