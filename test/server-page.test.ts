@@ -191,7 +191,7 @@ test('the page asks the demo question: answers first, then each answer\'s rewrit
   // The first request left the rewrites out (the server computes them only when selected).
   assert.deepEqual(sent.map((s) => s.operation), ['Answers', 'Rewrites'])
   assert.doesNotMatch(sent[0]!.query, /rewritten/)
-  assert.match(sent[1]!.query, /answers \{ answer question rewritten \}/)
+  assert.match(sent[1]!.query, /answers \{ answer question rewritten rewriteStopped \}/)
   assert.equal('question' in set.answers[0]!, false)
   // An ambiguous question says it has several readings.
   assert.match(await page.locator('#summary').innerText(), set.ambiguous ? /ambiguous: it has several readings/ : /answers\. The question looks unambiguous/)

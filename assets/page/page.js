@@ -1,13 +1,13 @@
 // The ask page: one question, two GraphQL requests to this server's /graphql. The first selects
 // the answers without their rewritten questions, so they show as soon as the reader has them;
-// the second selects `question` and `rewritten`, which makes the server run question
+// the second selects `question`, `rewritten` and `rewriteStopped`, which makes the server run question
 // disambiguation (the costliest stage), and fills in each answer's reading when it comes.
 // No framework, no build step, nothing fetched from anywhere but this server. Every text from
 // the server goes in through textContent, never as HTML.
 'use strict';
 (function () {
   var ANSWERS_QUERY = 'query Answers($q: String!) { ask(question: $q) { question ambiguous ambiguity answers { answer confidence evidence { id title text } } passages { id title text score } } }';
-  var REWRITES_QUERY = 'query Rewrites($q: String!) { ask(question: $q) { answers { answer question rewritten } } }';
+  var REWRITES_QUERY = 'query Rewrites($q: String!) { ask(question: $q) { answers { answer question rewritten rewriteStopped } } }';
 
   var byId = function (id) { return document.getElementById(id); };
   var form = byId('ask-form');
@@ -270,7 +270,8 @@
       r.line.classList.remove('pending');
       r.text.textContent = got ? got.question : prompt;
       if (got && got.rewritten) r.line.classList.add('rewritten');
-      else r.line.append(make('span', 'reading-note', got ? ' (as asked: no rewrite passed the checks)' : ' (as asked: no rewrite for this answer)'));
+      else r.line.append(make('span', 'reading-note', !got ? ' (as asked: no rewrite for this answer)'
+        : got.rewriteStopped ? ' (as asked: the server\'s time ran out before this rewrite)' : ' (as asked: no rewrite passed the checks)'));
     });
   }
 
