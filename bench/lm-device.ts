@@ -90,7 +90,9 @@ const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** di
 
 async function load(folder: string, on: Device, lookahead: number): Promise<{ lm: LlamaLm; seconds: number }> {
   const t = performance.now()
-  const lm = await LlamaLm.load(folder, { device: on, threads: config.reader.threads, lookahead, logger })
+  // llama.cpp's threads as served (reader.lmThreads): the CPU build breaks a near tie differently
+  // with another thread count (2026-11-28: one QD line of 11 parted between 1 and 2 threads).
+  const lm = await LlamaLm.load(folder, { device: on, threads: config.reader.lmThreads, lookahead, logger })
   return { lm, seconds: round((performance.now() - t) / 1000) }
 }
 
@@ -167,7 +169,7 @@ const cacheDir = process.env.MESA_SHADER_CACHE_DIR
 const bytesUnder = (dir: string): number => !existsSync(dir) ? 0
   : (readdirSync(dir, { recursive: true }) as string[]).reduce((sum, f) => { const st = statSync(join(dir, f)); return sum + (st.isFile() ? st.size : 0) }, 0)
 const report: Record<string, unknown> = {
-  questions: questions.length, device,
+  questions: questions.length, device, lmThreads: config.reader.lmThreads,
   ...(/lvp/.test(driver) ? {
     vulkanDriver: 'lavapipe, a software Vulkan driver on the CPU, not a GPU',
     shaderCache: { dir: cacheDir ?? '~/.cache/mesa_shader_cache', bytesAtStart: cacheDir === undefined ? null : bytesUnder(cacheDir) },
