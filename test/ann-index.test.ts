@@ -12,7 +12,7 @@ import { silentLogger } from '../core/log.js'
 import { seededRandom } from '../bench/synthetic-corpus.js'
 import { clustered as clusteredOf, gaussian, unit } from './helpers/clustered-vectors.js'
 import { buildDemoStore } from './helpers/demo-store.js'
-import { runCli } from './helpers/run-cli.js'
+import { runCli, runCliKilledAt } from './helpers/run-cli.js'
 
 // Vectors copied in, not computed (test/helpers/clustered-vectors.ts): 50 clusters, close calls.
 const MODEL = 'e5-small-v2-int8'
@@ -84,16 +84,7 @@ test('the ANN index finds what exact search finds, from mapped files, and is ref
 test('index ann killed with -9 resumes from its last checkpoint; a store without vectors is a clear error', { timeout: 180_000 }, async () => {
   const store = await storeWithVectors()
   const args = ['index', 'ann', '--store', store, '--model', MODEL, '--threads', '1', '--batch-rows', '50', '--checkpoint-seconds', '0']
-  const killed = await runCli(args, {
-    env: { AMBIGQA_LOG_LEVEL: 'info' },
-    onSpawn: (child) => {
-      let seen = ''
-      child.stderr!.on('data', (chunk) => {
-        seen += chunk
-        if (seen.includes('ANN build checkpoint saved')) child.kill('SIGKILL')
-      })
-    },
-  })
+  const killed = await runCliKilledAt(args, 'ANN build checkpoint saved', { AMBIGQA_LOG_LEVEL: 'info' })
   assert.equal(killed.signal, 'SIGKILL', `the build ended before a checkpoint: ${killed.stderr.slice(-400)}`)
   const files = annFiles(store, MODEL)
   assert.ok(!existsSync(files.manifest), 'a killed build leaves no manifest')

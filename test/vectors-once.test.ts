@@ -28,7 +28,7 @@ import { clustered, randomUnit } from './helpers/clustered-vectors.js'
 import { buildDemoStore, DEMO_CORPUS } from './helpers/demo-store.js'
 import { prerequisite } from './helpers/prerequisite.js'
 import { pythonMissing } from './helpers/reader-fixture.js'
-import { runCli } from './helpers/run-cli.js'
+import { runCli, runCliKilledAt } from './helpers/run-cli.js'
 
 const MODEL = 'e5-small-v2-int8'
 const DIM = 32
@@ -146,16 +146,7 @@ test('after a release: a rolled-back append changes nothing; new passages append
 
   // The rebuild, killed with -9 at its first checkpoint: the released rows and the new blobs both hold.
   const args = ['index', 'ann', '--store', store, '--model', MODEL, '--threads', '1', '--batch-rows', '50', '--checkpoint-seconds', '0']
-  const killed = await runCli(args, {
-    env: { AMBIGQA_LOG_LEVEL: 'info' },
-    onSpawn: (child) => {
-      let seen = ''
-      child.stderr!.on('data', (chunk) => {
-        seen += chunk
-        if (seen.includes('ANN build checkpoint saved')) child.kill('SIGKILL')
-      })
-    },
-  })
+  const killed = await runCliKilledAt(args, 'ANN build checkpoint saved', { AMBIGQA_LOG_LEVEL: 'info' })
   assert.equal(killed.signal, 'SIGKILL', `the build ended before a checkpoint: ${killed.stderr.slice(-400)}`)
   assert.deepEqual(vectors(store), appended, 'a killed rebuild loses no vector')
   const resumed = await runCli(args)

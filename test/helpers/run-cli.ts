@@ -24,3 +24,18 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; onSpa
     options.onSpawn?.(child)
   })
 }
+
+/** Runs the CLI and SIGKILLs it the moment its stderr first holds `marker` (a log line saying the
+ * point to die at has come, e.g. a checkpoint saved). */
+export function runCliKilledAt(args: string[], marker: string, env?: NodeJS.ProcessEnv): Promise<CliResult> {
+  return runCli(args, {
+    ...(env ? { env } : {}),
+    onSpawn: (child) => {
+      let seen = ''
+      child.stderr!.on('data', (chunk) => {
+        seen += chunk
+        if (seen.includes(marker)) child.kill('SIGKILL')
+      })
+    },
+  })
+}
