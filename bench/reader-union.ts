@@ -4,20 +4,20 @@
 // F1 answer of each, beside the extractive set alone, with its paired bootstrap 95% interval. Run it
 // on the tuning sets to choose (never on eval-300); several --set pool their questions.
 //   npx tsc -p . && node dist/bench/reader-union.js --set DATA.json:IDS.txt:EXTRACTIVE_RUN:SPANSEQGEN_RUN [--set ...]
-import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { normalizeAnswer } from '../core/normalize-answer.js'
 import { loadEvalRecords } from '../src/eval/eval-ambignq.js'
+import type { ProgressRecord } from '../src/eval/eval-records.js'
+import { PROGRESS_FILE, readJsonLines } from '../src/eval/run-folder.js'
 import { scoreAmbigNq, type AmbigNqRecord } from '../src/eval/score-ambignq.js'
 import { pairedBootstrap } from './paired-bootstrap.js'
 
 const { values } = parseArgs({ options: { set: { type: 'string', multiple: true } } })
 if (!values.set?.length) throw new Error('--set DATA.json:IDS.txt:EXTRACTIVE_RUN:SPANSEQGEN_RUN is required (once or more)')
 
-interface Answer { answer: string; confidence: number }
-const answersOf = (run: string): Map<string, Answer[]> => new Map(readFileSync(join(run, 'progress.jsonl'), 'utf8').split('\n').filter(Boolean)
-  .map((line) => JSON.parse(line) as { id: string; answers: Answer[] }).map((r) => [r.id, r.answers]))
+type Answer = ProgressRecord['answers'][number]
+const answersOf = (run: string): Map<string, Answer[]> => new Map(readJsonLines<ProgressRecord>(join(run, PROGRESS_FILE)).items.map((r) => [r.id, r.answers]))
 
 interface Question { record: AmbigNqRecord; extractive: Answer[]; span: string[] }
 const questions: Question[] = []
