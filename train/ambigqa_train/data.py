@@ -8,7 +8,7 @@
   reranker-groups-{train,heldout}.jsonl (src/training/hard-negatives.ts).
 - spanseqgen1-{train,heldout}.jsonl: {id, source, input, target}: `question [SEP] title: text`
   → one answer, from SQuAD train and NQ-open gold paragraphs.
-- spanseqgen2-{train,heldout}.jsonl: {id, qid, source, input, target, answers}: `question [SEP]
+- spanseqgen2-{train,heldout}.jsonl: {id, qid, source, input, titles, target, answers}: `question [SEP]
   title: text [SEP] ...` (at most 3 passages of at most 100 words, those holding an answer
   first) → every answer's first alias joined by ` <SEP> ` in annotation order; `answers` keeps
   the aliases. Sources: ASQA dev-train ids (knowledge snippets), qa-feedback's 500 AmbigNQ
@@ -445,7 +445,7 @@ def spanseqgen2_examples(src: AmbigSources, ev: Eval300) -> tuple[list[dict[str,
         bump(f"{a.source}:duplicate-answers-merged", len(a.answers) - len(answers))
         bump(f"{a.source}:answers-not-in-input", len(answers) - len(seen))
         rows.append({"id": f"{a.source}:{a.qid}", "qid": a.qid, "source": a.source, "question": a.question,
-                     "input": reader_input(a.question, passages),
+                     "input": reader_input(a.question, passages), "titles": [p.title for p in passages],
                      "target": ANSWER_SEP.join(x[0] for x in answers), "answers": answers})
     return rows, stats
 

@@ -178,14 +178,19 @@ def encode(tok: PreTrainedTokenizerFast, questions: list[str], passages: list[st
     return Encoded(dict(enc), span_mask, word_start, word_end, [[(a, b) for a, b in o] for o in offsets], passages)
 
 
-def answer_token_spans(text: str, offsets: list[tuple[int, int]], mask: torch.Tensor, answers: list[str]) -> list[tuple[int, int]]:
-    """Token spans of every case-insensitive, whole-word occurrence of any alias in the passage."""
+def answer_token_spans(text: str, offsets: list[tuple[int, int]], mask: torch.Tensor, answers: list[str],
+                       title_length: int | None = None) -> list[tuple[int, int]]:
+    """Token spans of every case-insensitive, whole-word occurrence of any alias in the passage;
+    with `title_length` (the title's characters in `title: text`), none across the separator: a
+    reader taught such a span would return one (issue 47's "Dominic Janes Dominic Janes")."""
     spans: set[tuple[int, int]] = set()
     for alias in answers:
         alias = alias.strip()
         if not alias:
             continue
         for m in re.finditer(r"(?<!\w)" + re.escape(alias) + r"(?!\w)", text, re.IGNORECASE):
+            if title_length is not None and m.start() <= title_length < m.end():
+                continue
             toks = [t for t, (a, b) in enumerate(offsets) if mask[t] and b > a and a < m.end() and b > m.start()]
             if toks:
                 spans.add((toks[0], toks[-1]))
@@ -203,6 +208,11 @@ def group_passages(group: dict[str, Any], negatives: int, words: int) -> tuple[l
     return texts, bool(got)
 
 
+def group_title_lengths(group: dict[str, Any], negatives: int) -> list[int]:
+    """The title lengths of group_passages' texts, in its order (cropping keeps a title whole)."""
+    return [len(p["title"]) for p in [group["positive"], *group["negatives"][:negatives]]]
+
+
 NEG = -1e4
 
 
@@ -214,7 +224,8 @@ def prepare_groups(tok: PreTrainedTokenizerFast, groups: list[dict[str, Any]], n
     questions = [g["question"] for g, t in zip(groups, texts) for _ in t[:width]]
     enc = encode(tok, questions, [p for t in texts for p in t[:width]], max_len)
     # Lists, as a DataLoader hands them back (it turns tuples into lists).
-    spans = [[[a, z] for a, z in answer_token_spans(enc.texts[g * width], enc.offsets[g * width], enc.span_mask[g * width], group["answers"])] for g, group in enumerate(groups)]
+    spans = [[[a, z] for a, z in answer_token_spans(enc.texts[g * width], enc.offsets[g * width], enc.span_mask[g * width], group["answers"],
+                                                     len(group["positive"]["title"]))] for g, group in enumerate(groups)]
     return {"n": len(groups), "width": width, "features": enc.features, "span_mask": enc.span_mask, "spans": spans}
 
 

@@ -34,7 +34,7 @@ import torch
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerFast
 
 from .common import add_device_argument, device_of, load_config, read_jsonl, run_steps, setup
-from .extractive import best_spans, encode, from_encoder, from_quantized_onnx, group_passages, load_checkpoint, prepare_groups, prepared_loss, with_reader_inputs
+from .extractive import best_spans, encode, from_encoder, from_quantized_onnx, group_passages, group_title_lengths, load_checkpoint, prepare_groups, prepared_loss, with_reader_inputs
 from .onnx_weights import ENCODERS_DIR, recover_bert
 
 
@@ -120,12 +120,13 @@ def evaluate(ckpt: Path, data: Path, n: int, max_len: int = 256, words: int = 10
     t0 = time.time()
     for g in groups:
         texts, _ = group_passages(g, 3, words)
+        titles = group_title_lengths(g, 3)
         enc = encode(tok, [g["question"]] * len(texts), texts, max_len)
         start, end, relevance = model(**enc.features)
         gold = {normalize(a) for a in g["answers"]}
         for key, k in (("em_gold", 1), ("em_gold_2neg", 3), ("em_group", len(texts))):
             sub = encode_slice(enc, k)
-            spans = best_spans(sub, start[:k], end[:k], relevance[:k], top=1)
+            spans = best_spans(sub, start[:k], end[:k], relevance[:k], top=1, title_lengths=titles[:k])
             hits[key] += bool(spans) and normalize(spans[0].text) in gold
         hits["selection"] += int(relevance.argmax()) == 0
     out = {k: round(100 * v / max(1, len(groups)), 1) for k, v in hits.items()}

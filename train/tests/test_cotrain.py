@@ -42,7 +42,8 @@ def write_fixture(d: Path) -> dict[str, Any]:
         for i in range(12):
             a, b = PEOPLE[i % 8], PEOPLE[(i + 3) % 8]
             q = f"who built {THINGS[i % len(THINGS)]} number {i}"
-            f.write(json.dumps({"id": f"full:{i}", "source": "fixture", "question": q, "input": f"{q} [SEP] {passage(i, a, b)} [SEP] {passage(i + 1, b, a)}", "answers": [[a], [b]]}) + "\n")
+            f.write(json.dumps({"id": f"full:{i}", "source": "fixture", "question": q, "input": f"{q} [SEP] {passage(i, a, b)} [SEP] {passage(i + 1, b, a)}",
+                                "titles": [f"History {i}", f"History {i + 1}"], "answers": [[a], [b]]}) + "\n")
     with (d / "groups.jsonl").open("w") as f:
         for i in range(30):
             a, b = PEOPLE[(i + 1) % 8], PEOPLE[(i + 5) % 8]
