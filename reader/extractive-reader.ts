@@ -67,8 +67,32 @@ export const defaultExtractiveOptions: ExtractiveOptions = {
  */
 export interface ScoredSpan { passage: number; start: number; end: number; text: string; score: number; local: number; inPassage: number; relevance: number; passageLogProb: number }
 
-/** titleLength: where the title ends in `pieced.text` (`title: text`). */
-interface Input { ids: number[]; typeIds: number[]; pieced: PiecedText; passageStart: number; titleLength: number }
+/** fieldAt: which field of `pieced.text` (`title: text`) a character lies in (passageFields). */
+interface Input { ids: number[]; typeIds: number[]; pieced: PiecedText; passageStart: number; fieldAt: (position: number) => number }
+
+// What may stand between a title's echo and the subject's name again: an article, a quote.
+const ECHO_LEAD = /^(?:(?:the|a|an) )?["'\u201c\u2018]?/
+
+/**
+ * The fields of `title: text` a span must keep to, by character: 0 the title, 1 the title's echo
+ * at the text's start, 2 the rest of the text, -1 the separator between the title and the text.
+ * DPR's first passage of a Wikipedia article opens with the article's title, then the article,
+ * which opens with its subject: "Dominic Janes Dominic Janes (born ...", "Fryingpan River The
+ * Fryingpan River is ...". A span from that echo into the text read "Dominic Janes Dominic Janes".
+ * An echo is the title followed by its own first word again (after "the", "a", "an" or a quote):
+ * a text that merely opens with its title ("Windows Media Player 11 is ...", "Comcast
+ * Corporation, ...") has none, so a longer name there stays one span. Without an echo, field 1 is
+ * empty. train/ambigqa_train/extractive.py's field_at is the same rule.
+ */
+export function passageFields(title: string, text: string): (position: number) => number {
+  const textStart = title.length + 2
+  const head = title.split(' ')[0]!.toLowerCase()
+  const rest = text.slice(title.length + 1).toLowerCase()
+  const opensWithHead = (s: string) => s.startsWith(head) && !/^[\p{L}\p{N}]/u.test(s.slice(head.length))
+  const echo = head !== '' && text.startsWith(`${title} `) && (opensWithHead(rest) || opensWithHead(rest.replace(ECHO_LEAD, '')))
+  const echoEnd = echo ? textStart + title.length : textStart
+  return (position) => (position < title.length ? 0 : position < textStart ? -1 : position < echoEnd ? 1 : 2)
+}
 
 /**
  * How the encoder writes a question and a passage as one input (its tokenizer's pair template,
@@ -159,7 +183,7 @@ export class ExtractiveReader {
     const pieced = this.pieces.encode(`${passage.title}: ${passage.text}`, Math.max(0, this.options.maxInputTokens - passageStart - 1))
     const ids = [this.cls, ...q, ...seps, ...pieced.ids, this.sep]
     const typeIds = ids.map((_, i) => (i < passageStart ? 0 : 1))
-    return { ids, typeIds, pieced, passageStart, titleLength: passage.title.length }
+    return { ids, typeIds, pieced, passageStart, fieldAt: passageFields(passage.title, passage.text) }
   }
 
   async read(items: readonly ReadingQuestion[], signal?: AbortSignal): Promise<PredictedAnswer[][]> {
@@ -245,10 +269,8 @@ export class ExtractiveReader {
     const spans: ScoredSpan[] = []
     inputs.forEach((x, p) => {
       const l = logits[p]!
-      // The passage reads `title: text`: a span lies in the title or in the text, never across the
-      // separator (a span from a title into a text that opens with it read "Dominic Janes Dominic Janes").
-      const titleEnd = x.titleLength
-      const oneField = (first: Word, last: Word) => last.end <= titleEnd || first.start > titleEnd
+      // A span lies in one field of `title: text` (passageFields).
+      const oneField = (first: Word, last: Word) => { const f = x.fieldAt(first.start); return f >= 0 && f === x.fieldAt(last.end - 1) }
       // The passage's own normalisers: a second answer in another passage is that passage's best
       // span however little probability the joint softmax leaves it.
       const localNorm = logSumExpOver([x], [l], (v) => v.start, startOk) + logSumExpOver([x], [l], (v) => v.end, endOk) - startNorm - endNorm

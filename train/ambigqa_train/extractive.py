@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
@@ -178,18 +178,40 @@ def encode(tok: PreTrainedTokenizerFast, questions: list[str], passages: list[st
     return Encoded(dict(enc), span_mask, word_start, word_end, [[(a, b) for a, b in o] for o in offsets], passages)
 
 
+# What may stand between a title's echo and the subject's name again: an article, a quote.
+ECHO_LEAD = re.compile("^(?:(?:the|a|an) )?[\"'\u201c\u2018]?")
+
+
+def field_at(passage: str, title_length: int) -> Callable[[int], int]:
+    """The fields of `title: text` a span keeps to, by character: 0 the title, 1 the title's echo at
+    the text's start (DPR's first passage of an article: "Dominic Janes Dominic Janes (born ..."),
+    2 the rest of the text, -1 the separator. reader/extractive-reader.ts passageFields, which says why."""
+    title, text = passage[:title_length], passage[title_length + 2 :]
+    start = title_length + 2
+    head = title.split(" ")[0].lower()
+    rest = text[title_length + 1 :].lower()
+
+    def opens_with_head(s: str) -> bool:
+        return s.startswith(head) and not s[len(head) : len(head) + 1].isalnum()
+
+    echo = head != "" and text.startswith(title + " ") and (opens_with_head(rest) or opens_with_head(ECHO_LEAD.sub("", rest, count=1)))
+    end = start + title_length if echo else start
+    return lambda at: 0 if at < title_length else -1 if at < start else 1 if at < end else 2
+
+
 def answer_token_spans(text: str, offsets: list[tuple[int, int]], mask: torch.Tensor, answers: list[str],
                        title_length: int | None = None) -> list[tuple[int, int]]:
     """Token spans of every case-insensitive, whole-word occurrence of any alias in the passage;
-    with `title_length` (the title's characters in `title: text`), none across the separator: a
-    reader taught such a span would return one (issue 47's "Dominic Janes Dominic Janes")."""
+    with `title_length` (the title's characters in `title: text`), each within one field (field_at):
+    a reader taught a span across would return one (issue 47's "Dominic Janes Dominic Janes")."""
+    field = None if title_length is None else field_at(text, title_length)
     spans: set[tuple[int, int]] = set()
     for alias in answers:
         alias = alias.strip()
         if not alias:
             continue
         for m in re.finditer(r"(?<!\w)" + re.escape(alias) + r"(?!\w)", text, re.IGNORECASE):
-            if title_length is not None and m.start() <= title_length < m.end():
+            if field is not None and not 0 <= field(m.start()) == field(m.end() - 1):
                 continue
             toks = [t for t, (a, b) in enumerate(offsets) if mask[t] and b > a and a < m.end() and b > m.start()]
             if toks:
@@ -267,8 +289,8 @@ def best_spans(enc: Encoded, start: torch.Tensor, end: torch.Tensor, relevance: 
                title_lengths: list[int] | None = None) -> list[Span]:
     """The best whole-word spans over the passages, scored log P(passage) + start + end (start and
     end log-softmaxed over all the passages' tokens together, as trained). With `title_lengths` (each
-    passage's title, in characters of its `title: text`), a span lies in the title or in the text,
-    never across the separator, as the serving reader's (reader/extractive-reader.ts scoreSpans)."""
+    passage's title, in characters of its `title: text`), a span lies in one field (field_at), as
+    the serving reader's (reader/extractive-reader.ts scoreSpans)."""
     n, length = start.shape
     passage_lp = relevance.log_softmax(0)
     s_lp = start.masked_fill(~(enc.span_mask & enc.word_start), NEG).view(-1).log_softmax(0).view(n, length)
@@ -280,10 +302,10 @@ def best_spans(enc: Encoded, start: torch.Tensor, end: torch.Tensor, relevance: 
         i, j = torch.meshgrid(torch.arange(length), torch.arange(length), indexing="ij")
         scores = scores.masked_fill((j < i) | (j - i >= max_tokens), float("-inf"))
         if title_lengths is not None:
-            # 0: a title token, 1: a text token, 2: the separator (or not the passage's)
-            cut = title_lengths[p]
-            field = torch.tensor([0 if b <= cut else 1 if a > cut else 2 for a, b in enc.offsets[p]])
-            scores = scores.masked_fill((field[:, None] != field[None, :]) | (field[:, None] == 2), float("-inf"))
+            # Each token's field; -1 for the separator, a token across fields, or one not the passage's.
+            at = field_at(enc.texts[p], title_lengths[p])
+            field = torch.tensor([at(a) if b > a and at(a) == at(b - 1) else -1 for a, b in enc.offsets[p]])
+            scores = scores.masked_fill((field[:, None] != field[None, :]) | (field[:, None] < 0), float("-inf"))
         flat = scores.view(-1).topk(min(top, length * length))
         for value, index in zip(flat.values.tolist(), flat.indices.tolist()):
             if value <= NEG / 2:
