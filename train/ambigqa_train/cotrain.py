@@ -65,7 +65,7 @@ def write_jsonl(path: Path, rows: list[Example]) -> None:
 
 
 # ---- the two data sets, in one shape: {id, source, question, passages: ["title: text"], titles, answers: [[alias]]}
-# (the titles, because a span lies in a passage's title or in its text, never across: issue 47)
+# (the titles, because a span keeps to one field of `title: text`: extractive.field_at, issue 47)
 
 
 def full_examples(path: Path, limit: int | None) -> list[Example]:
