@@ -16,6 +16,8 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ERR_MODEL_INVALID, ERR_MODEL_MISSING } from '../core/errors.js'
+import { hasAnswer } from '../core/has-answer.js'
+import { normalizeAnswer } from '../core/normalize-answer.js'
 import { READER_KINDS, type ReaderKind } from '../core/kinds.js'
 import { isAmbiguous, type AnswerWindow, type Read, type ReadAnswer, type Stage } from '../core/stages.js'
 
@@ -208,6 +210,8 @@ export interface DeciderOptions {
   oneAnswerWhenUnambiguous: boolean
   /** The most answers a set keeps. */
   maxAnswers: number
+  /** An answer that joins names ("Carlton and Essendon") becomes one answer a name (splitJoined). */
+  splitJoined: boolean
 }
 
 /** What a calibrated decider verifies with: calibration.json's models, the question's embedding by
@@ -222,6 +226,35 @@ export interface Calibration { models: CalibrationModels; embed: EmbedQuestion; 
 export function answerSet<A extends { confidence: number }>(ranked: readonly A[], rule: { floor: number; share: number; size: number }): A[] {
   const best = ranked[0]?.confidence ?? 0
   return ranked.filter((a, i) => i === 0 || (a.confidence >= rule.floor && a.confidence >= rule.share * best)).slice(0, rule.size)
+}
+
+// Where a joined answer parts: ", and", ",", "and", "&".
+const JOINS = /\s*(?:,\s*and\s+|,\s+|\s+and\s+|\s+&\s+)\s*/
+
+/**
+ * The set with each answer that joins names split into one answer a name, in its place, with its
+ * confidence, and as evidence the passages of its own that hold the name (AmbigNQ lists each name as
+ * an answer; a span read "Carlton and Essendon", "Emma Watson and Dan Stevens"). Split only when it
+ * joins with "and" or "&", every part starts with a capital ("200 cm wide and 95 cm tall" stays),
+ * and no passage read is titled with the whole ("Simon & Garfunkel" is one answer). A part already
+ * in the set is not repeated; at most `size` answers.
+ */
+export function splitJoined(set: readonly ReadAnswer[], read: readonly { title: string }[], size: number): ReadAnswer[] {
+  const titles = new Set(read.map((p) => normalizeAnswer(p.title)))
+  const seen = new Set<string>()
+  const out: ReadAnswer[] = []
+  for (const a of set) {
+    const parts = a.answer.split(JOINS).filter((x) => x !== '')
+    const split = / and | & /.test(a.answer) && parts.length > 1 && parts.every((x) => /^\p{Lu}/u.test(x)) && !titles.has(normalizeAnswer(a.answer))
+    for (const answer of split ? parts : [a.answer]) {
+      const key = normalizeAnswer(answer)
+      if (seen.has(key)) continue
+      seen.add(key)
+      const holding = split ? a.evidence.filter((p) => hasAnswer(`${p.title} ${p.text}`, [answer])) : a.evidence
+      out.push(split ? { ...a, answer, evidence: holding.length > 0 ? holding : a.evidence } : a)
+    }
+  }
+  return out.slice(0, size)
 }
 
 /** The reader's candidates (best first) as a decider takes them: none when even the best one's
@@ -255,6 +288,11 @@ export class AnswerSetDecider implements Stage<Read, Read> {
   }
 
   async run(input: Read, signal?: AbortSignal): Promise<Read> {
+    const decided = await this.decide(input, signal)
+    return this.options.splitJoined ? { ...decided, answers: splitJoined(decided.answers, input.reranked, this.options.maxAnswers) } : decided
+  }
+
+  private async decide(input: Read, signal?: AbortSignal): Promise<Read> {
     const { options, calibration } = this
     if (!calibration) return { ...input, answers: plainSet(input.answers, options) }
     const read = { ...input, answers: [...floored(input.answers, options.minProbability)] }
@@ -287,8 +325,8 @@ export function generativeSet(options: DeciderOptions): DeciderOptions {
 
 /** The decider's options out of the reader's settings (config reader.*). */
 export function deciderOptions(settings: DeciderOptions): DeciderOptions {
-  const { keep, minProbability, minConfidence, oneAnswerWhenUnambiguous, maxAnswers } = settings
-  return { keep, minProbability, minConfidence, oneAnswerWhenUnambiguous, maxAnswers }
+  const { keep, minProbability, minConfidence, oneAnswerWhenUnambiguous, maxAnswers, splitJoined } = settings
+  return { keep, minProbability, minConfidence, oneAnswerWhenUnambiguous, maxAnswers, splitJoined }
 }
 
 /** The decider without a calibration for a reader of `kind`: the plain rule over an extractive

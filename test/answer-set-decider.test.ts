@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
-import { answerFeatures, AnswerSetDecider, CALIBRATION_FILE, generativeSet, loadCalibration, questionScorer, readingFeatures, verifierPair, wordsScorer, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
+import { answerFeatures, AnswerSetDecider, CALIBRATION_FILE, generativeSet, loadCalibration, questionScorer, readingFeatures, splitJoined, verifierPair, wordsScorer, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
 import { DEFAULT_READER_DIR } from '../core/paths.js'
 import { prerequisite } from './helpers/prerequisite.js'
 import type { RetrievedPassage } from '../core/retriever.js'
@@ -49,7 +49,7 @@ test('features: each answer\'s share of the best, rank and evidence; the questio
 })
 
 /** The plain rule's settings, which a calibrated decider does not read. */
-const RULE = { keep: 0.3, minProbability: 0 }
+const RULE = { keep: 0.3, minProbability: 0, splitJoined: false }
 
 test('the decider calibrates, drops answers under minConfidence and keeps the best alone when unambiguous', async () => {
   const two = read([['x', 0.5, [passages[0]!]], ['y', 0.45, [passages[1]!]], ['z', 0.1, []]])
@@ -68,7 +68,7 @@ test('the decider calibrates, drops answers under minConfidence and keeps the be
 
 test('without a calibration the plain rule decides: within keep of the best, at most maxAnswers, nothing under minProbability; a generative reader\'s set whole', async () => {
   const four = read([['w', 0.5, []], ['x', 0.2, []], ['y', 0.14, []], ['z', 0.1, []]])
-  const rule = { keep: 0.3, minProbability: 0, minConfidence: 0.9, oneAnswerWhenUnambiguous: true, maxAnswers: 5 }
+  const rule = { keep: 0.3, minProbability: 0, minConfidence: 0.9, oneAnswerWhenUnambiguous: true, maxAnswers: 5, splitJoined: false }
   const plain = await new AnswerSetDecider(rule).run(four)
   assert.deepEqual(plain.answers.map((a) => [a.answer, a.confidence]), [['w', 0.5], ['x', 0.2]], 'y is under 0.3 of the best; the calibrated rule\'s minConfidence does not apply')
   assert.equal(plain.ambiguity, undefined, 'no detector without a calibration')
@@ -168,4 +168,32 @@ test('the shipped ambiguity model\'s words give the logits scikit-learn gave (it
   assert.ok((words.checks ?? []).length >= 5, 'it carries reference logits')
   const score = wordsScorer(words)
   for (const c of words.checks!) assert.ok(Math.abs(score(c.question) - c.logit) < 1e-5, `${c.question}: ${score(c.question)} against scikit-learn's ${c.logit}`)
+})
+
+test('splitJoined: an answer joining names becomes one answer a name, each with the evidence that holds it', () => {
+  const carlton = { id: 'c', title: 'Carlton Football Club', text: 'Carlton won the 1995 premiership.', score: 1 }
+  const both = { id: 'b', title: '1995 AFL Grand Final', text: 'Carlton and Geelong met; Essendon had lost.', score: 1 }
+  const sg = { id: 's', title: 'Simon & Garfunkel', text: 'Simon & Garfunkel recorded it.', score: 1 }
+  const set = [
+    { answer: 'Carlton and Essendon', confidence: 0.6, evidence: [carlton, both] },
+    { answer: 'Essendon', confidence: 0.5, evidence: [both] },
+    { answer: 'Simon & Garfunkel', confidence: 0.4, evidence: [sg] },
+    { answer: '200 cm wide and 95 cm tall', confidence: 0.3, evidence: [both] },
+  ]
+  const out = splitJoined(set, [carlton, both, sg], 10)
+  assert.deepEqual(out.map((a) => [a.answer, a.confidence]), [['Carlton', 0.6], ['Essendon', 0.6], ['Simon & Garfunkel', 0.4], ['200 cm wide and 95 cm tall', 0.3]],
+    'the parts in the joined answer\'s place with its confidence, Essendon once; a read passage\'s title and a measure stay whole')
+  assert.deepEqual(out[0]!.evidence.map((p) => p.id), ['c', 'b'], 'Carlton: both passages hold it')
+  assert.deepEqual(out[1]!.evidence.map((p) => p.id), ['b'], 'Essendon: only the passage that holds it')
+  assert.deepEqual(splitJoined([{ answer: 'Guyton, Martin and Cortez', confidence: 0.5, evidence: [both] }], [both], 2).map((a) => a.answer), ['Guyton', 'Martin'], 'a list, at most `size`')
+  assert.deepEqual(splitJoined([{ answer: 'Lewis and clark', confidence: 0.5, evidence: [both] }], [both], 4).map((a) => a.answer), ['Lewis and clark'], 'a part without a capital: whole')
+})
+
+test('the decider splits joined answers when splitJoined is on, not when off', async () => {
+  const joined = read([['Alpha and Beta', 0.6, [passages[0]!]], ['Gamma', 0.3, [passages[1]!]]])
+  const rule = { ...RULE, minConfidence: 0, oneAnswerWhenUnambiguous: false, maxAnswers: 5 }
+  const on = await new AnswerSetDecider({ ...rule, splitJoined: true }).run(joined)
+  assert.deepEqual(on.answers.map((a) => a.answer), ['Alpha', 'Beta', 'Gamma'])
+  const off = await new AnswerSetDecider(rule).run(joined)
+  assert.deepEqual(off.answers.map((a) => a.answer), ['Alpha and Beta', 'Gamma'])
 })
