@@ -277,6 +277,7 @@ export function plainSet<A extends { confidence: number }>(candidates: readonly 
  * and its confidence says how sure it is), the ambiguity probability (the `ambiguity` model over
  * readingFeatures: the shipped one is the question-only logit as it is), and, with
  * oneAnswerWhenUnambiguous, the set cut to its best answer when the question is judged unambiguous.
+ * Either way, with splitJoined, an answer that joins names then becomes one answer a name.
  */
 export class AnswerSetDecider implements Stage<Read, Read> {
   readonly name = 'decide'
