@@ -10,8 +10,9 @@ import { normalizeAnswer } from '../core/normalize-answer.js'
 import { loadEvalRecords } from '../src/eval/eval-ambignq.js'
 import type { ProgressRecord } from '../src/eval/eval-records.js'
 import { PROGRESS_FILE, readJsonLines } from '../src/eval/run-folder.js'
-import { scoreAmbigNq, type AmbigNqRecord } from '../src/eval/score-ambignq.js'
+import type { AmbigNqRecord } from '../src/eval/score-ambignq.js'
 import { pairedBootstrap } from './paired-bootstrap.js'
+import { mean, pct, setF1 } from './set-f1.js'
 
 const { values } = parseArgs({ options: { set: { type: 'string', multiple: true } } })
 if (!values.set?.length) throw new Error('--set DATA.json:IDS.txt:EXTRACTIVE_RUN:SPANSEQGEN_RUN is required (once or more)')
@@ -58,14 +59,7 @@ const RULES: [string, (q: Question) => string[]][] = [
   ...[0.2, 0.3, 0.5].map((t): [string, (q: Question) => string[]] => [`SpanSeqGen's set when the best confidence < ${t}`, (q) => (top(q) < t && q.span.length > 0 ? q.span : texts(q))]),
 ]
 
-const records = questions.map((q) => q.record)
-const f1Of = (rule: (q: Question) => string[]) => {
-  // An empty set scores 0 (the metric wants a non-empty list).
-  const { perQuestion } = scoreAmbigNq(records, Object.fromEntries(questions.map((q) => { const set = rule(q); return [q.record.id, set.length > 0 ? set : ['']] })))
-  return records.map((r) => perQuestion[r.id]!['F1 answer']!)
-}
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
-const pct = (x: number) => (100 * x).toFixed(1)
+const f1Of = (setOf: (q: Question) => string[]) => setF1(questions, setOf)
 const base = f1Of(texts)
 console.log(`bench/reader-union: ${questions.length} questions; F1 answer x100; 95% intervals from 5,000 paired resamples against the extractive set alone`)
 console.log('\n| rule | F1 answer | answers a question | − extractive alone | 95% interval |\n|---|---|---|---|---|')

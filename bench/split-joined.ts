@@ -11,8 +11,9 @@ import { splitJoined } from '../reader/answer-set-decider.js'
 import { loadEvalRecords } from '../src/eval/eval-ambignq.js'
 import type { ProgressRecord } from '../src/eval/eval-records.js'
 import { PASSAGES_FILE, PROGRESS_FILE, readJsonLines } from '../src/eval/run-folder.js'
-import { scoreAmbigNq, type AmbigNqRecord } from '../src/eval/score-ambignq.js'
+import type { AmbigNqRecord } from '../src/eval/score-ambignq.js'
 import { pairedBootstrap } from './paired-bootstrap.js'
+import { mean, pct, setF1 } from './set-f1.js'
 
 const { values } = parseArgs({ options: { set: { type: 'string', multiple: true }, 'max-answers': { type: 'string', default: '4' } } })
 if (!values.set?.length) throw new Error('--set DATA.json:IDS.txt:RUN is required (once or more)')
@@ -34,14 +35,7 @@ for (const spec of values.set) {
   }
 }
 
-const records = questions.map((q) => q.record)
-const f1Of = (sets: (q: Question) => string[]) => {
-  // An empty set scores 0 (the metric wants a non-empty list).
-  const { perQuestion } = scoreAmbigNq(records, Object.fromEntries(questions.map((q) => { const s = sets(q); return [q.record.id, s.length > 0 ? s : ['']] })))
-  return records.map((r) => perQuestion[r.id]!['F1 answer']!)
-}
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
-const pct = (x: number) => (100 * x).toFixed(1)
+const f1Of = (setOf: (q: Question) => string[]) => setF1(questions, setOf)
 const changed = questions.filter((q) => q.split.join('\n') !== q.asRun.join('\n'))
 const before = f1Of((q) => q.asRun)
 const after = f1Of((q) => q.split)
