@@ -79,8 +79,9 @@ def cotrain_config(tmp: Path) -> dict[str, Any]:
 
 
 def member_rows() -> list[dict[str, Any]]:
-    """Co-training's one shape of example: passages as "title: text", answers as alias lists."""
-    return [{"id": f"r{i}", "source": "fixture", "question": q, "passages": [f"{t}: {x}", f"{READING[(i + 1) % 4][1]}: {READING[(i + 1) % 4][2]}"], "answers": [[a]]}
+    """Co-training's one shape of example: passages as "title: text" with their titles, answers as alias lists."""
+    return [{"id": f"r{i}", "source": "fixture", "question": q, "passages": [f"{t}: {x}", f"{READING[(i + 1) % 4][1]}: {READING[(i + 1) % 4][2]}"],
+             "titles": [t, READING[(i + 1) % 4][1]], "answers": [[a]]}
             for i, (q, t, x, a) in enumerate(READING)]
 
 
