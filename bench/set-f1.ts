@@ -1,4 +1,4 @@
-// Per-question F1 answer of answer sets chosen offline (bench/reader-union, bench/split-joined).
+// Per-question F1 answer of answer sets chosen offline (bench/reader-union, bench/set-rules).
 import { scoreAmbigNq, type AmbigNqRecord } from '../src/eval/score-ambignq.js'
 
 /** Each record's F1 answer for the set `setOf` gives it, in the records' order; an empty set

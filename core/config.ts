@@ -103,6 +103,7 @@ const configSchema = z
         minConfidence: z.number().min(0).max(1),
         oneAnswerWhenUnambiguous: z.boolean(),
         splitJoined: z.boolean(),
+        completeDates: z.boolean(),
         read: z.number().int().min(1).max(1000),
         retrieve: z.number().int().min(1).max(10_000),
       })
@@ -176,6 +177,8 @@ export const defaults: Config = {
   // it costs multi-answer questions their other answers; calibration.json's `detector` records it).
   // splitJoined: an answer that joins names ("Carlton and Essendon") becomes one answer a name
   // (chosen on the tuning sets, issue 47: reader/answer-set-decider.ts splitJoined).
+  // completeDates: a bare year becomes the whole date its evidence writes (off: it gained on the
+  // tuning sets and not on eval-300 or the second set, issue 47: completeDates).
   // lmThreads: llama.cpp's threads for each Gemma decoder (QD, SpanSeqGen on Gemma): 1, since two
   // threads wait on each other when the cores are busy (QD p50 52 s with 2, 4 s with 1 at load 10,
   // same rewrites: bench/qd-latency, docs/configuration.md).
@@ -184,7 +187,7 @@ export const defaults: Config = {
   reader: {
     kind: 'extractive', spanseqgen: join(DEFAULT_READER_DIR, 'reader'), extractive: join(DEFAULT_READER_DIR, 'extractive'), qd: join(DEFAULT_READER_DIR, 'qd-lm'),
     precision: 'int8', device: 'cpu', threads: 2, lmThreads: 1, maxBatch: 8, maxInputTokens: 384, qdMaxInputTokens: 96, qdCandidates: 8, qdEvidenceVocabulary: true, qdLookahead: 3, numBeams: 0, constrainToPassages: true, readEach: 0, poolKeep: 0.5,
-    keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), verifier: join(PROJECT_ROOT, 'models', 'verifier'), minConfidence: 0.15, oneAnswerWhenUnambiguous: false, splitJoined: true, read: 20,
+    keep: 0.3, minProbability: 0, maxAnswers: 4, candidates: 20, rankPrior: 4, dropContaining: true, calibration: join(DEFAULT_READER_DIR, 'calibration'), verifier: join(PROJECT_ROOT, 'models', 'verifier'), minConfidence: 0.15, oneAnswerWhenUnambiguous: false, splitJoined: true, completeDates: false, read: 20,
     retrieve: 100,
   },
   // What pretrained decoders know of each candidate, for the verifier (reader/candidate-support.ts,

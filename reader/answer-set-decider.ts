@@ -212,6 +212,8 @@ export interface DeciderOptions {
   maxAnswers: number
   /** An answer that joins names ("Carlton and Essendon") becomes one answer a name (splitJoined). */
   splitJoined: boolean
+  /** A bare year becomes the whole date its evidence writes ("1997" → "1 July 1997": completeDates). */
+  completeDates: boolean
 }
 
 /** What a calibrated decider verifies with: calibration.json's models, the question's embedding by
@@ -257,6 +259,43 @@ export function splitJoined(set: readonly ReadAnswer[], read: readonly { title: 
   return out.slice(0, size)
 }
 
+// A date written whole: "1 July 1997", "July 4, 1776" (the year filled in per answer).
+const MONTHS = 'January|February|March|April|May|June|July|August|September|October|November|December'
+// A question that asks for the year itself ("What year did the first thor come out?"): its year stays.
+const ASKS_A_YEAR = /\b(?:what|which) (?:year|decade|century)\b/i
+
+/**
+ * The set with each bare year ("1997") made the first whole date in that year its evidence writes
+ * ("1 July 1997"), in the evidence's words, with the evidence that holds it: AmbigNQ's annotators
+ * answer a "when" with the date, and the reader often reads only its year. A year stays when the
+ * question asks for a year, or when no evidence passage dates it. A date already in the set is not
+ * repeated.
+ */
+export function completeDates(question: string, set: readonly ReadAnswer[]): ReadAnswer[] {
+  if (ASKS_A_YEAR.test(question)) return [...set]
+  const seen = new Set<string>()
+  const out: ReadAnswer[] = []
+  for (const a of set) {
+    const year = /^(?:1\d{3}|20\d{2})$/.exec(a.answer.trim())?.[0]
+    const dated = year === undefined ? undefined : new RegExp(`\\b(?:\\d{1,2} (?:${MONTHS}),? ${year}|(?:${MONTHS}) \\d{1,2},? ${year})\\b`)
+    const answer = dated ? a.evidence.map((p) => dated.exec(p.text)?.[0]).find((d) => d !== undefined) : undefined
+    const key = normalizeAnswer(answer ?? a.answer)
+    if (seen.has(key)) continue
+    seen.add(key)
+    if (answer === undefined) { out.push(a); continue }
+    out.push({ ...a, answer, evidence: a.evidence.filter((p) => hasAnswer(`${p.title} ${p.text}`, [answer])) })
+  }
+  return out
+}
+
+/** The decided set with the rules `options` turns on: names joined split (splitJoined), then bare
+ * years dated (completeDates). Each follows the set alone, so bench/set-rules gives offline what
+ * the decider serves. */
+export function setRules(input: Pick<Read, 'question' | 'reranked'>, set: readonly ReadAnswer[], options: Pick<DeciderOptions, 'splitJoined' | 'completeDates' | 'maxAnswers'>): ReadAnswer[] {
+  const split = options.splitJoined ? splitJoined(set, input.reranked, options.maxAnswers) : [...set]
+  return options.completeDates ? completeDates(input.question, split) : split
+}
+
 /** The reader's candidates (best first) as a decider takes them: none when even the best one's
  * probability is under minProbability. */
 function floored<A extends { confidence: number }>(candidates: readonly A[], minProbability: number): readonly A[] {
@@ -277,7 +316,7 @@ export function plainSet<A extends { confidence: number }>(candidates: readonly 
  * and its confidence says how sure it is), the ambiguity probability (the `ambiguity` model over
  * readingFeatures: the shipped one is the question-only logit as it is), and, with
  * oneAnswerWhenUnambiguous, the set cut to its best answer when the question is judged unambiguous.
- * Either way, with splitJoined, an answer that joins names then becomes one answer a name.
+ * Either way, the set's answers are then written as AmbigNQ writes them (setRules).
  */
 export class AnswerSetDecider implements Stage<Read, Read> {
   readonly name = 'decide'
@@ -290,7 +329,7 @@ export class AnswerSetDecider implements Stage<Read, Read> {
 
   async run(input: Read, signal?: AbortSignal): Promise<Read> {
     const decided = await this.decide(input, signal)
-    return this.options.splitJoined ? { ...decided, answers: splitJoined(decided.answers, input.reranked, this.options.maxAnswers) } : decided
+    return { ...decided, answers: setRules(input, decided.answers, this.options) }
   }
 
   private async decide(input: Read, signal?: AbortSignal): Promise<Read> {
@@ -326,8 +365,8 @@ export function generativeSet(options: DeciderOptions): DeciderOptions {
 
 /** The decider's options out of the reader's settings (config reader.*). */
 export function deciderOptions(settings: DeciderOptions): DeciderOptions {
-  const { keep, minProbability, minConfidence, oneAnswerWhenUnambiguous, maxAnswers, splitJoined } = settings
-  return { keep, minProbability, minConfidence, oneAnswerWhenUnambiguous, maxAnswers, splitJoined }
+  const { keep, minProbability, minConfidence, oneAnswerWhenUnambiguous, maxAnswers, splitJoined, completeDates } = settings
+  return { keep, minProbability, minConfidence, oneAnswerWhenUnambiguous, maxAnswers, splitJoined, completeDates }
 }
 
 /** The decider without a calibration for a reader of `kind`: the plain rule over an extractive

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
-import { answerFeatures, AnswerSetDecider, CALIBRATION_FILE, generativeSet, loadCalibration, questionScorer, readingFeatures, splitJoined, verifierPair, wordsScorer, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
+import { answerFeatures, AnswerSetDecider, CALIBRATION_FILE, completeDates, generativeSet, loadCalibration, questionScorer, readingFeatures, splitJoined, verifierPair, wordsScorer, type CalibrationModels, type LogisticModel } from '../reader/answer-set-decider.js'
 import { DEFAULT_READER_DIR } from '../core/paths.js'
 import { prerequisite } from './helpers/prerequisite.js'
 import type { RetrievedPassage } from '../core/retriever.js'
@@ -49,7 +49,7 @@ test('features: each answer\'s share of the best, rank and evidence; the questio
 })
 
 /** The plain rule's settings, which a calibrated decider does not read. */
-const RULE = { keep: 0.3, minProbability: 0, splitJoined: false }
+const RULE = { keep: 0.3, minProbability: 0, splitJoined: false, completeDates: false }
 
 test('the decider calibrates, drops answers under minConfidence and keeps the best alone when unambiguous', async () => {
   const two = read([['x', 0.5, [passages[0]!]], ['y', 0.45, [passages[1]!]], ['z', 0.1, []]])
@@ -68,7 +68,7 @@ test('the decider calibrates, drops answers under minConfidence and keeps the be
 
 test('without a calibration the plain rule decides: within keep of the best, at most maxAnswers, nothing under minProbability; a generative reader\'s set whole', async () => {
   const four = read([['w', 0.5, []], ['x', 0.2, []], ['y', 0.14, []], ['z', 0.1, []]])
-  const rule = { keep: 0.3, minProbability: 0, minConfidence: 0.9, oneAnswerWhenUnambiguous: true, maxAnswers: 5, splitJoined: false }
+  const rule = { keep: 0.3, minProbability: 0, minConfidence: 0.9, oneAnswerWhenUnambiguous: true, maxAnswers: 5, splitJoined: false, completeDates: false }
   const plain = await new AnswerSetDecider(rule).run(four)
   assert.deepEqual(plain.answers.map((a) => [a.answer, a.confidence]), [['w', 0.5], ['x', 0.2]], 'y is under 0.3 of the best; the calibrated rule\'s minConfidence does not apply')
   assert.equal(plain.ambiguity, undefined, 'no detector without a calibration')
@@ -196,4 +196,20 @@ test('the decider splits joined answers when splitJoined is on, not when off', a
   assert.deepEqual(on.answers.map((a) => a.answer), ['Alpha', 'Beta', 'Gamma'])
   const off = await new AnswerSetDecider(rule).run(joined)
   assert.deepEqual(off.answers.map((a) => a.answer), ['Alpha and Beta', 'Gamma'])
+})
+
+test('completeDates: a bare year becomes the first whole date in that year its evidence writes, unless the question asks for a year', () => {
+  const plain = { id: 'p', title: 'Hong Kong', text: 'The handover came in 1997.', score: 1 }
+  const dated = { id: 'd', title: 'Transfer of sovereignty over Hong Kong', text: 'Britain signed in 1984; on 1 July 1997 and again July 2, 1997 ...', score: 1 }
+  const set = [
+    { answer: '1997', confidence: 0.6, evidence: [plain, dated] },
+    { answer: '1984', confidence: 0.5, evidence: [dated] },
+    { answer: '1 July 1997', confidence: 0.4, evidence: [dated] },
+    { answer: 'July 1997', confidence: 0.3, evidence: [dated] },
+  ]
+  const out = completeDates('When did britain give hong kong to china?', set)
+  assert.deepEqual(out.map((a) => [a.answer, a.confidence]), [['1 July 1997', 0.6], ['1984', 0.5], ['July 1997', 0.3]],
+    'the year dated in its place (the first date the evidence writes), once; a year no passage dates and a month stay')
+  assert.deepEqual(out[0]!.evidence.map((p) => p.id), ['d'], 'its evidence: the passage that writes the date')
+  assert.deepEqual(completeDates('What year did britain give hong kong to china?', set).map((a) => a.answer), set.map((a) => a.answer), 'a question asking for the year keeps it')
 })
