@@ -363,7 +363,7 @@ export const ERR_TIMEOUT = createError(
   'TIMEOUT',
   504,
   (ms: number) => `request took longer than ${ms} ms. Ask for fewer passages or raise server.timeoutMs`,
-  { meaning: 'A request took longer than the server allows.', fix: 'Ask for fewer passages, or raise `server.timeoutMs`.' },
+  { meaning: 'A request took longer than the server allows. In an `askMany`, the error of each question not answered by the deadline, at its path (`askMany.i`), beside the sets answered by then.', fix: 'Ask for fewer passages, or raise `server.timeoutMs`.' },
 )
 
 /** An output folder (e.g. `eval ambignq --out`) that cannot be created or written. */

@@ -1,7 +1,7 @@
 // ask and askMany over the whole pipeline with real parts: BM25 on SQLite over the demo corpus,
 // and the tiny real ONNX reader made by train/ (test/helpers/reader-fixture.ts).
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
+import { after, before, mock, test } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Reader } from '../reader/reader.js'
 import { QuestionDisambiguation } from '../reader/question-disambiguation.js'
@@ -105,6 +105,46 @@ test('askMany answers each question as ask does, sharing the reader (batched, sa
     const one = await gql(`query($q: String!) { ask(question: $q, options: { retrieve: 10, read: 2 }) { question answers { answer question } } }`, { q })
     assert.deepEqual(many.body.data.askMany[i], one.body.data.ask)
   }
+})
+
+test('askMany at its deadline: the sets answered by then come back (HTTP 200), a question still being read is null with AMBIGQA_ERR_TIMEOUT at its path', { skip: fixture.skip }, async () => {
+  const questions = ['who wrote the harry potter books', 'when was the eiffel tower built', 'who played in the world series in 1989']
+  const held = questions[1]!
+  const query = `query($qs: [String!]!) { askMany(questions: $qs, options: { retrieve: 10, read: 2 }) { question answers { answer question } } }`
+  const alone = await gql(query, { qs: questions })
+  assert.equal(alone.status, 200, JSON.stringify(alone.body.errors))
+  // The real stages, but the held question's reading waits for its request's deadline (a slow read
+  // cannot be timed for real); the deadline comes once the others are decided.
+  const { reader, decider } = pipeline.stages
+  let decided = 0
+  let othersDecided: () => void = () => {}
+  const others = new Promise<void>((resolve) => { othersDecided = resolve })
+  const watched = new Pipeline({
+    ...pipeline.stages,
+    reader: { name: 'reader', run: (input, signal) => input.question !== held ? reader!.run(input, signal) : new Promise((_, reject) => signal!.addEventListener('abort', () => reject(signal!.reason), { once: true })) },
+    decider: { name: 'decide', run: async (input, signal) => { const out = await decider!.run(input, signal); if (++decided === questions.length - 1) othersDecided(); return out } },
+    close: async () => {},
+  })
+  const timeoutMs = 600_000
+  const server = Fastify({ logger: false })
+  await server.register(ambigqaServer, { pipeline: watched, passages: new SqlitePassageSource(store), limits: { timeoutMs } })
+  mock.timers.enable({ apis: ['setTimeout'] })
+  let response
+  try {
+    const pending = server.inject({ method: 'POST', url: '/graphql', body: { query, variables: { qs: questions } } })
+    await others
+    mock.timers.tick(timeoutMs)
+    response = await pending
+  } finally {
+    mock.timers.reset()
+    await server.close()
+  }
+  const body = response.json() as { data: { askMany: unknown[] }; errors?: { path: (string | number)[]; extensions?: { code?: string } }[] }
+  assert.equal(response.statusCode, 200, JSON.stringify(body.errors))
+  assert.equal(body.data.askMany.length, questions.length)
+  assert.equal(body.data.askMany[1], null, 'the question still being read')
+  assert.deepEqual(body.errors?.map((e) => [e.path.map(String), e.extensions?.code]), [[['askMany', '1'], 'AMBIGQA_ERR_TIMEOUT']])
+  for (const i of [0, 2]) assert.deepEqual(body.data.askMany[i], alone.body.data.askMany[i], `${questions[i]}: as answered with time enough`)
 })
 
 test('ask and askMany honour options.retriever: the configured kind answers as the default, another this server cannot open is refused with a code', { skip: fixture.skip }, async () => {

@@ -135,7 +135,14 @@ export async function ambigqaServer(app: FastifyInstance, options: ServerOptions
           return limiter.run(limit === 'rewrites apart' && disambiguate ? `${field} with rewrites` : field, deadline, signal, work)
         })
         requests.inc({ field, outcome: 'ok' })
-        return result
+        if (!Array.isArray(result)) return result
+        // The items of a list that failed on their own (askMany's questions), coded as a field's error is.
+        return result.map((item: unknown) => {
+          if (!(item instanceof Error)) return item
+          const coded = asStoreError(item, options.passages.name)
+          requests.inc({ field, outcome: coded instanceof AmbigqaError ? coded.code : 'error' })
+          return toGraphqlError(coded, options.passages.name)
+        }) as R
       } catch (error) {
         const coded = asStoreError(error, options.passages.name)
         requests.inc({ field, outcome: coded instanceof AmbigqaError ? coded.code : 'error' })

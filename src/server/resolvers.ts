@@ -91,7 +91,17 @@ export async function askMany(ctx: ResolverContext, args: { questions: string[];
   const questions = args.questions.map((q) => checkQuestion(ctx, q))
   const settings = askOptions(ctx, args.options, call)
   if (!ctx.pipeline.readerAvailable) throw ERR_READER_UNAVAILABLE('askMany', ctx.pipeline.stages.readerProblem ?? 'no reader was configured')
-  return Promise.all(questions.map((q) => ctx.pipeline.ask(q, settings, call.signal)))
+  // Each question stands alone: one still being read at the deadline (or failing) is its own item's
+  // error, null in its place, and the sets answered by then still come back. Only when no question
+  // was answered is the batch's error the field's (a 504 at the deadline).
+  const settled = await Promise.allSettled(questions.map((q) => ctx.pipeline.ask(q, settings, call.signal)))
+  if (settled.every((s) => s.status === 'rejected')) throw settled[0]!.reason
+  return settled.map((s) => (s.status === 'fulfilled' ? s.value : asError(s.reason)))
+}
+
+/** A rejection as an Error, which graphql-js reports at the item's path. */
+function asError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error(String(reason))
 }
 
 export function job(ctx: ResolverContext, args: { id: string }) {
