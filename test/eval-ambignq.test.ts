@@ -210,6 +210,33 @@ test('--answers-only: no question rewritten, and a run begun with rewrites is no
   assert.match(mixed.stderr, /AMBIGQA_ERR_\w+: .*disambiguate/)
 })
 
+test('--answers-from: a finished run\'s answer sets rewritten without reading again, as a run that reads them rewrites them; refused over other settings or questions it did not answer', { skip: devSkip, timeout: 600_000 }, async () => {
+  const env = await readerEnv()
+  const dir = tmp()
+  const run = (limit: number, out: string, ...extra: string[]) =>
+    runCli(['eval', 'ambignq', '--data', DEV.path, '--ids', EVAL_300.path, '--limit', String(limit), '--concurrency', '1', '--read', '3', '--out', join(dir, out), ...extra], { env })
+  for (const [out, extra] of [['answers', ['--answers-only']], ['whole', []], ['rewritten', ['--answers-from', join(dir, 'answers')]]] as const) {
+    const result = await run(3, out, ...extra)
+    assert.equal(result.code, 0, result.stderr)
+  }
+  const withoutTimes = (out: string) => progressLines(join(dir, out)).map(({ timings: _t, ...rest }) => rest)
+  const rewritten = withoutTimes('rewritten')
+  assert.equal(rewritten.length, 3)
+  assert.ok(rewritten.some((l) => l.answers.length >= 2), 'a set of two answers or more, which question disambiguation rewrites')
+  assert.deepEqual(rewritten, withoutTimes('whole'), 'the same answers, evidence and rewrites as the run that read again')
+  assert.deepEqual(rewritten.map((l) => l.answers.map((a) => [a.answer, a.confidence, a.evidence])), withoutTimes('answers').map((l) => l.answers.map((a) => [a.answer, a.confidence, a.evidence])))
+
+  const other = await run(3, 'other', '--read', '2', '--answers-from', join(dir, 'answers'))
+  assert.equal(other.code, 1)
+  assert.match(cliError(other.stderr), /AMBIGQA_ERR_USAGE: .*other settings \(read: was 3, now 2\)/)
+  const more = await run(4, 'more', '--answers-from', join(dir, 'answers'))
+  assert.equal(more.code, 1)
+  assert.match(cliError(more.stderr), /AMBIGQA_ERR_USAGE: .*has not answered 1 of the 4 questions/)
+  const copy = await run(3, 'copy', '--answers-only', '--answers-from', join(dir, 'answers'))
+  assert.equal(copy.code, 1)
+  assert.match(cliError(copy.stderr), /AMBIGQA_ERR_USAGE: --answers-from with --answers-only/)
+})
+
 test('text from the data and the models is escaped in report.html', { skip: fixture.skip, timeout: 600_000 }, async () => {
   const env = await readerEnv()
   const dir = tmp()

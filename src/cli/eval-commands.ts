@@ -57,6 +57,7 @@ export function registerEvalCommands(program: Command): void {
     .option('--retriever <name>', RETRIEVER_CHOICES)
     .option('--json', 'print metrics.json')
     .option('--answers-only', 'no rewritten questions (faster: F1 answer as always; BLEU and EDIT-F1 then score the prompt as asked)')
+    .option('--answers-from <run>', 'take each answer set from that finished run (made with these settings, question disambiguation\'s aside) and only rewrite: two QD models compared on the same answers')
     .action(async (opts, command: Command) => {
       const ctx = contextFor(command, { store: opts.store, retriever: opts.retriever })
       const retrieve = positiveInt('--retrieve', opts.retrieve ?? ctx.config.reader.retrieve, 10_000)
@@ -65,7 +66,7 @@ export function registerEvalCommands(program: Command): void {
       const concurrency = positiveInt('--concurrency', opts.concurrency ?? ctx.config.reader.maxBatch, 1_024)
       const limit = opts.limit === undefined ? undefined : positiveInt('--limit', opts.limit, Number.MAX_SAFE_INTEGER)
       const { metrics, files } = await evaluateAmbigNq(
-        { dataPath: opts.data, ...(opts.ids ? { idsPath: opts.ids } : {}), outDir: opts.out, retrieve, read, concurrency, ...(limit ? { limit } : {}), ...(opts.answersOnly ? { disambiguate: false } : {}) },
+        { dataPath: opts.data, ...(opts.ids ? { idsPath: opts.ids } : {}), outDir: opts.out, retrieve, read, concurrency, ...(limit ? { limit } : {}), ...(opts.answersOnly ? { disambiguate: false } : {}), ...(opts.answersFrom ? { answersFrom: opts.answersFrom } : {}) },
         { config: ctx.config, log: ctx.log, openPipeline: () => openPipeline(ctx.config, ctx.log) },
       )
       if (opts.json) {

@@ -9,7 +9,8 @@ import type { Config } from '../../core/config.js'
 import { ERR_DATA_MISSING, ERR_USAGE } from '../../core/errors.js'
 import type { Logger } from '../../core/log.js'
 import type { Pipeline } from '../pipeline/pipeline.js'
-import type { Disambiguated, StageTimings } from '../../core/stages.js'
+import type { Disambiguated, Read, StageTimings } from '../../core/stages.js'
+import { answersFrom } from './answers-from.js'
 import { Progress } from '../../core/progress.js'
 import type { EvalMetrics, PassageRecord, ProgressRecord, TimingSummary } from './eval-records.js'
 import { percentile } from './evaluate-retriever.js'
@@ -34,6 +35,8 @@ export interface EvalAmbigNqOptions {
   limit?: number
   /** false: answers without rewritten questions (F1 answer as always; BLEU and EDIT-F1 then score the prompt). */
   disambiguate?: boolean
+  /** A finished run's folder whose answer sets are rewritten instead of read again (answers-from.ts). */
+  answersFrom?: string
 }
 
 export interface EvalSummary {
@@ -69,7 +72,7 @@ export function loadEvalRecords(dataPath: string, idsPath?: string, limit?: numb
 }
 
 /** The settings that make answers comparable: a resumed run must use the same ones. */
-export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'retrieve' | 'read' | 'disambiguate'>): Record<string, unknown> {
+export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'retrieve' | 'read' | 'disambiguate' | 'answersFrom'>): Record<string, unknown> {
   // Every reader setting may change the answers, except where and how fast they are computed
   // (device, threads, maxBatch) and the passage counts (recorded above, as the run's own): a new
   // setting is recorded without an edit here.
@@ -78,6 +81,7 @@ export function runSettings(config: Config, options: Pick<EvalAmbigNqOptions, 'r
     retrieve: options.retrieve,
     read: options.read,
     ...(options.disambiguate === false ? { disambiguate: false } : {}),
+    ...(options.answersFrom !== undefined ? { answersFrom: resolve(options.answersFrom) } : {}),
     retriever: config.retriever,
     store: config.retriever === 'bm25-es' ? config.elasticsearch.url : resolve(config.store),
     reranker: config.reranker.model ? { model: resolve(config.reranker.model), precision: config.reranker.precision, maxTokens: config.reranker.maxTokens } : 'none',
@@ -124,13 +128,14 @@ function passagesOf(result: Disambiguated): RetrievedPassage[] {
 }
 
 /**
- * Answers `pending` with `concurrency` questions in flight, calling `onAnswer` as each finishes.
- * The first failure stops the run (the others are aborted) and is thrown.
+ * Answers `pending` with `concurrency` questions in flight, calling `onAnswer` as each finishes;
+ * with `from`, each question's answer set is the one it gives, and only question disambiguation
+ * runs. The first failure stops the run (the others are aborted) and is thrown.
  */
 export async function answerAll(
   pipeline: Pipeline,
   pending: readonly AmbigNqRecord[],
-  options: { retrieve: number; read: number; concurrency: number; disambiguate?: boolean },
+  options: { retrieve: number; read: number; concurrency: number; disambiguate?: boolean; from?: (record: AmbigNqRecord) => Read },
   onAnswer: (record: AmbigNqRecord, result: Disambiguated) => void,
 ): Promise<void> {
   const controller = new AbortController()
@@ -141,7 +146,9 @@ export async function answerAll(
       const record = pending[next++]
       if (!record) return
       try {
-        const result = await pipeline.ask(record.question, { retrieve: options.retrieve, read: options.read, ...(options.disambiguate === false ? { disambiguate: false } : {}) }, controller.signal)
+        const result = options.from
+          ? await pipeline.disambiguate(options.from(record), controller.signal)
+          : await pipeline.ask(record.question, { retrieve: options.retrieve, read: options.read, ...(options.disambiguate === false ? { disambiguate: false } : {}) }, controller.signal)
         if (failure) return
         onAnswer(record, result)
       } catch (error) {
@@ -212,6 +219,8 @@ export async function evaluateAmbigNq(options: EvalAmbigNqOptions, env: EvalEnvi
   const release = lockOutDir(outDir)
   try {
     const settings = runSettings(env.config, options)
+    if (options.answersFrom !== undefined && options.disambiguate === false) throw ERR_USAGE('--answers-from with --answers-only would only copy that run', 'Leave out --answers-only: --answers-from rewrites its answers')
+    const from = options.answersFrom === undefined ? undefined : answersFrom(options.answersFrom, settings, records)
     checkSettings(outDir, settings)
     const progressPath = join(outDir, PROGRESS_FILE)
     const passagesPath = join(outDir, PASSAGES_FILE)
@@ -233,7 +242,7 @@ export async function evaluateAmbigNq(options: EvalAmbigNqOptions, env: EvalEnvi
       // Questions/s to two decimals: a reader does a few a second, not thousands.
       const progress = new Progress({ label: 'answering AmbigNQ', unit: 'questions', log, fraction: () => answeredNow / pending.length, rateDecimals: 2, fields: { of: pending.length, resumed } })
       try {
-        await answerAll(pipeline, pending, options, (record, result) => {
+        await answerAll(pipeline, pending, { ...options, ...(from ? { from } : {}) }, (record, result) => {
           // Passages first: a question in progress.jsonl always has its passages on disk.
           for (const p of passagesOf(result)) {
             if (passages.has(p.id)) continue

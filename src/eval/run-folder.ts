@@ -62,7 +62,8 @@ export function checkSettings(outDir: string, settings: Record<string, unknown>)
   writeAtomic(path, `${JSON.stringify(settings, null, 2)}\n`)
 }
 
-function differences(a: unknown, b: unknown, prefix = ''): string[] {
+/** Where two settings objects differ, key by key: "reader.qd: was ..., now ...". */
+export function differences(a: unknown, b: unknown, prefix = ''): string[] {
   if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null && !Array.isArray(a) && !Array.isArray(b)) {
     const keys = new Set([...Object.keys(a), ...Object.keys(b)])
     return [...keys].flatMap((k) => differences((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], prefix ? `${prefix}.${k}` : k))

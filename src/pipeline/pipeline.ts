@@ -119,6 +119,18 @@ export class Pipeline {
     return result
   }
 
+  /** Question disambiguation alone over an answer set decided before (`eval ambignq
+   * --answers-from`), timed: `totalMs` adds its time to the set's own. */
+  async disambiguate(read: Read, signal?: AbortSignal): Promise<Disambiguated> {
+    const { disambiguator } = this.stages
+    if (!disambiguator) throw ERR_READER_UNAVAILABLE('question disambiguation', this.stages.readerProblem ?? 'no reader was configured')
+    const start = performance.now()
+    const result = await disambiguator.run(read, signal)
+    const ms = performance.now() - start
+    result.timings = { ...read.timings, disambiguateMs: ms, totalMs: read.timings.totalMs + ms }
+    return result
+  }
+
   async close(): Promise<void> {
     const opened = await Promise.allSettled(this.opened.values())
     this.opened.clear()
