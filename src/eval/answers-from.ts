@@ -1,7 +1,7 @@
 // `eval ambignq --answers-from RUN`: a finished run's answer sets (answers, confidences, evidence,
 // the passages read) handed to question disambiguation as the decider handed them, so that only
 // that stage runs again. Two QD models are then compared on the same answers, in the time of
-// their rewrites alone (reading eval-300 again costs about twice what rewriting it does).
+// their rewrites alone.
 import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { ERR_USAGE } from '../../core/errors.js'
