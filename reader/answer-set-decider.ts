@@ -243,20 +243,30 @@ const JOINS = /\s*(?:,\s*and\s+|,\s+|\s+and\s+|\s+&\s+)\s*/
  */
 export function splitJoined(set: readonly ReadAnswer[], read: readonly { title: string }[], size: number): ReadAnswer[] {
   const titles = new Set(read.map((p) => normalizeAnswer(p.title)))
+  return rewriteAnswers(set, (a) => {
+    const parts = a.answer.split(JOINS).filter((x) => x !== '')
+    const split = / and | & /.test(a.answer) && parts.length > 1 && parts.every((x) => /^\p{Lu}/u.test(x)) && !titles.has(normalizeAnswer(a.answer))
+    return split ? parts : [a.answer]
+  }).slice(0, size)
+}
+
+/** The set with each answer written as `as` gives it (one answer or several), each in its place with
+ * its confidence; a new text's evidence the passages of its own that hold it (all of them when none
+ * does), and an answer already in the set not repeated. What splitJoined and completeDates share. */
+function rewriteAnswers(set: readonly ReadAnswer[], as: (a: ReadAnswer) => string[]): ReadAnswer[] {
   const seen = new Set<string>()
   const out: ReadAnswer[] = []
   for (const a of set) {
-    const parts = a.answer.split(JOINS).filter((x) => x !== '')
-    const split = / and | & /.test(a.answer) && parts.length > 1 && parts.every((x) => /^\p{Lu}/u.test(x)) && !titles.has(normalizeAnswer(a.answer))
-    for (const answer of split ? parts : [a.answer]) {
+    for (const answer of as(a)) {
       const key = normalizeAnswer(answer)
       if (seen.has(key)) continue
       seen.add(key)
-      const holding = split ? a.evidence.filter((p) => hasAnswer(`${p.title} ${p.text}`, [answer])) : a.evidence
-      out.push(split ? { ...a, answer, evidence: holding.length > 0 ? holding : a.evidence } : a)
+      if (answer === a.answer) { out.push(a); continue }
+      const holding = a.evidence.filter((p) => hasAnswer(`${p.title} ${p.text}`, [answer]))
+      out.push({ ...a, answer, evidence: holding.length > 0 ? holding : a.evidence })
     }
   }
-  return out.slice(0, size)
+  return out
 }
 
 // A date written whole: "1 July 1997", "July 4, 1776" (the year filled in per answer).
@@ -273,19 +283,12 @@ const ASKS_A_YEAR = /\b(?:what|which) (?:year|decade|century)\b/i
  */
 export function completeDates(question: string, set: readonly ReadAnswer[]): ReadAnswer[] {
   if (ASKS_A_YEAR.test(question)) return [...set]
-  const seen = new Set<string>()
-  const out: ReadAnswer[] = []
-  for (const a of set) {
+  return rewriteAnswers(set, (a) => {
     const year = /^(?:1\d{3}|20\d{2})$/.exec(a.answer.trim())?.[0]
-    const dated = year === undefined ? undefined : new RegExp(`\\b(?:\\d{1,2} (?:${MONTHS}),? ${year}|(?:${MONTHS}) \\d{1,2},? ${year})\\b`)
-    const answer = dated ? a.evidence.map((p) => dated.exec(p.text)?.[0]).find((d) => d !== undefined) : undefined
-    const key = normalizeAnswer(answer ?? a.answer)
-    if (seen.has(key)) continue
-    seen.add(key)
-    if (answer === undefined) { out.push(a); continue }
-    out.push({ ...a, answer, evidence: a.evidence.filter((p) => hasAnswer(`${p.title} ${p.text}`, [answer])) })
-  }
-  return out
+    if (year === undefined) return [a.answer]
+    const dated = new RegExp(`\\b(?:\\d{1,2} (?:${MONTHS}),? ${year}|(?:${MONTHS}) \\d{1,2},? ${year})\\b`)
+    return [a.evidence.map((p) => dated.exec(p.text)?.[0]).find((d) => d !== undefined) ?? a.answer]
+  })
 }
 
 /** The decided set with the rules `options` turns on: names joined split (splitJoined), then bare
