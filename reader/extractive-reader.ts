@@ -300,7 +300,8 @@ export class ExtractiveReader {
 
   /**
    * The reader's candidates: spans merged by normalised text (probabilities summed over passages),
-   * best first, at most `candidates`; a span cut across a bracket or a quotation mark left out, and
+   * best first, at most `candidates`; citation marks at a span's ends cut and one with a mark
+   * inside left out (withoutCitations), a span cut across a bracket or a quotation mark left out, and
    * an answer whose words lie inside a better one's (the same answer cut short), or with
    * `dropContaining` one that holds a better one's words and more (the same answer with its
    * context). Each carries its evidence and its features for the decider (candidateFeatures,
@@ -309,14 +310,15 @@ export class ExtractiveReader {
   candidates(item: ReadingQuestion, spans: readonly ScoredSpan[]): PredictedAnswer[] {
     const merged = new Map<string, { text: string; probability: number; spans: ScoredSpan[] }>()
     for (const span of spans) {
-      const key = normalizeAnswer(span.text)
-      if (key.length === 0 || !balanced(span.text)) continue
+      const text = withoutCitations(span.text)
+      const key = text === null ? '' : normalizeAnswer(text)
+      if (text === null || key.length === 0 || !balanced(text)) continue
       const entry = merged.get(key)
       if (entry) {
         entry.probability += Math.exp(span.score)
         entry.spans.push(span)
       } else {
-        merged.set(key, { text: span.text, probability: Math.exp(span.score), spans: [span] })
+        merged.set(key, { text, probability: Math.exp(span.score), spans: [span] })
       }
     }
     const ranked = [...merged.values()].sort((a, b) => b.probability - a.probability)
@@ -420,6 +422,22 @@ export function wordsAround(text: string, start: number, end: number, words: num
   const from = bounds[Math.max(0, first - words)]![0]
   const to = bounds[Math.min(bounds.length - 1, last + words)]![1]
   return text.slice(from, to)
+}
+
+const CITATION = /\[\d{1,3}\]/
+const CITATIONS_AT_END = /[,;:]?(?:\s*\[\d{1,3}\])+\s*$/
+const CITATIONS_AT_START = /^\s*(?:\[\d{1,3}\]\s*)+/
+
+/**
+ * The span without the Wikipedia citation marks at its ends ("Ouagadougou[2]" → "Ouagadougou",
+ * "Sylva, North Carolina,[13]" → "Sylva, North Carolina"), or null for one with a mark inside: it
+ * runs from one sentence's end into the next ("Richard Petty,[5] Dale Earnhardt"). A mark never
+ * belongs to an answer, and the official metric's normalisation keeps its digits ("ouagadougou2").
+ * train/ambigqa_train/extractive.py without_citations is the same for the committees.
+ */
+export function withoutCitations(text: string): string | null {
+  const trimmed = text.replace(CITATIONS_AT_END, '').replace(CITATIONS_AT_START, '')
+  return CITATION.test(trimmed) ? null : trimmed
 }
 
 /**

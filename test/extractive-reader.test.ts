@@ -6,7 +6,7 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
-import { answerShape, candidateFeatures, ExtractiveReader, passageFields, wordsAround, type ScoredSpan } from '../reader/extractive-reader.js'
+import { answerShape, candidateFeatures, ExtractiveReader, passageFields, withoutCitations, wordsAround, type ScoredSpan } from '../reader/extractive-reader.js'
 import { splitWords } from '../reader/word-pieces.js'
 import { isAmbigqaError } from '../core/errors.js'
 import { extractiveFixture } from './helpers/reader-fixture.js'
@@ -180,6 +180,27 @@ test('candidates: spans merged by normalised text, best first, with evidence; at
   } finally {
     reader.options.candidates = saved
   }
+})
+
+test('withoutCitations: marks at a span\'s ends cut, a span with one inside left out (spans the reader returned)', () => {
+  assert.equal(withoutCitations('Ouagadougou[2]'), 'Ouagadougou')
+  assert.equal(withoutCitations('Sylva, North Carolina,[13]'), 'Sylva, North Carolina')
+  assert.equal(withoutCitations('Richard Dunne[109]'), 'Richard Dunne')
+  assert.equal(withoutCitations('[4] Super Bowl 50'), 'Super Bowl 50')
+  assert.equal(withoutCitations('Richard Petty,[5] Dale Earnhardt'), null)
+  assert.equal(withoutCitations('Chevrolet Impala coupé[23] Lowrider'), null)
+  // Brackets that are not citation marks stay.
+  assert.equal(withoutCitations('Louis XIV [of France]'), 'Louis XIV [of France]')
+  assert.equal(withoutCitations('U.S.'), 'U.S.')
+})
+
+test('candidates: a citation mark is not part of an answer: "Ouagadougou[2]" is "Ouagadougou"', { skip: fixture.skip }, () => {
+  const item = { question: 'What is the capital of Burkina Faso?', passages: [{ id: 'a', title: 'Burkina Faso', text: 'Its capital is Ouagadougou[2] and Richard Petty,[5] Dale Earnhardt', score: 1 }, { id: 'b', title: 'Ouagadougou', text: 'Ouagadougou is the capital', score: 1 }] }
+  const span = (passage: number, text: string, p: number): ScoredSpan => ({ passage, start: 0, end: 0, text, score: Math.log(p), local: Math.log(p), inPassage: 0, relevance: 0, passageLogProb: 0 })
+  const answers = reader.candidates(item, [span(0, 'Ouagadougou[2]', 0.4), span(0, 'Richard Petty,[5] Dale Earnhardt', 0.3), span(1, 'Ouagadougou', 0.2)])
+  assert.deepEqual(answers.map((a) => a.answer), ['Ouagadougou'])
+  assert.ok(Math.abs(answers[0]!.probability - 0.6) < 1e-9, 'the mark\'s span and the bare one are one answer')
+  assert.deepEqual(answers[0]!.evidence.map((p) => p.id), ['a', 'b'])
 })
 
 test('candidates: with dropContaining, an answer holding a better one\'s words and more is dropped', { skip: fixture.skip }, () => {

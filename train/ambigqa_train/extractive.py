@@ -278,6 +278,19 @@ def group_loss(model: PreTrainedModel, tok: PreTrainedTokenizerFast, groups: lis
     return prepared_loss(model, prepare_groups(tok, groups, negatives, max_len, words))
 
 
+CITATION = re.compile(r"\[\d{1,3}\]")
+CITATIONS_AT_END = re.compile(r"[,;:]?(?:\s*\[\d{1,3}\])+\s*$")
+CITATIONS_AT_START = re.compile(r"^\s*(?:\[\d{1,3}\]\s*)+")
+
+
+def without_citations(text: str) -> str | None:
+    """The span without the Wikipedia citation marks at its ends ("Ouagadougou[2]" → "Ouagadougou"),
+    or None for one with a mark inside ("Richard Petty,[5] Dale Earnhardt"): reader/extractive-reader.ts
+    withoutCitations, which says why."""
+    trimmed = CITATIONS_AT_START.sub("", CITATIONS_AT_END.sub("", text, count=1), count=1)
+    return None if CITATION.search(trimmed) else trimmed
+
+
 @dataclass
 class Span:
     passage: int
@@ -290,7 +303,8 @@ def best_spans(enc: Encoded, start: torch.Tensor, end: torch.Tensor, relevance: 
     """The best whole-word spans over the passages, scored log P(passage) + start + end (start and
     end log-softmaxed over all the passages' tokens together, as trained). With `title_lengths` (each
     passage's title, in characters of its `title: text`), a span lies in one field (field_at), as
-    the serving reader's (reader/extractive-reader.ts scoreSpans)."""
+    the serving reader's (reader/extractive-reader.ts scoreSpans); citation marks at a span's ends
+    cut, and one with a mark inside left out (without_citations), as its candidates are."""
     n, length = start.shape
     passage_lp = relevance.log_softmax(0)
     s_lp = start.masked_fill(~(enc.span_mask & enc.word_start), NEG).view(-1).log_softmax(0).view(n, length)
@@ -311,6 +325,7 @@ def best_spans(enc: Encoded, start: torch.Tensor, end: torch.Tensor, relevance: 
             if value <= NEG / 2:
                 break
             a, z = divmod(index, length)
-            text = enc.texts[p][enc.offsets[p][a][0] : enc.offsets[p][z][1]]
-            out.append(Span(p, text, value + float(passage_lp[p])))
+            text = without_citations(enc.texts[p][enc.offsets[p][a][0] : enc.offsets[p][z][1]])
+            if text:
+                out.append(Span(p, text, value + float(passage_lp[p])))
     return sorted(out, key=lambda s: -s.score)

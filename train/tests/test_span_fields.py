@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from ambigqa_train.cotrain import full_examples
-from ambigqa_train.extractive import answer_token_spans, field_at, passage_text
+from ambigqa_train.extractive import answer_token_spans, field_at, passage_text, without_citations
 
 
 def words(text: str) -> list[tuple[int, int]]:
@@ -60,3 +60,12 @@ def test_cotrain_needs_each_passage_title(tmp_path: Path) -> None:
     new.write_text(json.dumps(row | {"titles": ["Dominic Janes"]}) + "\n")
     [ex] = full_examples(new, None)
     assert ex["titles"] == ["Dominic Janes"] and ex["passages"] == ["Dominic Janes: Dominic Janes is an actor."]
+
+
+def test_citation_marks_are_not_part_of_a_span() -> None:
+    # Spans the reader returned on the second set and the tuning runs (issue 47's closing notes).
+    assert without_citations("Ouagadougou[2]") == "Ouagadougou"
+    assert without_citations("Sylva, North Carolina,[13]") == "Sylva, North Carolina"
+    assert without_citations("[4] Super Bowl 50") == "Super Bowl 50"
+    assert without_citations("Richard Petty,[5] Dale Earnhardt") is None
+    assert without_citations("Louis XIV [of France]") == "Louis XIV [of France]"
