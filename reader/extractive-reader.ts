@@ -311,8 +311,9 @@ export class ExtractiveReader {
     const merged = new Map<string, { text: string; probability: number; spans: ScoredSpan[] }>()
     for (const span of spans) {
       const text = withoutCitations(span.text)
-      const key = text === null ? '' : normalizeAnswer(text)
-      if (text === null || key.length === 0 || !balanced(text)) continue
+      if (text === null || !balanced(text)) continue
+      const key = normalizeAnswer(text)
+      if (key.length === 0) continue
       const entry = merged.get(key)
       if (entry) {
         entry.probability += Math.exp(span.score)
