@@ -425,9 +425,11 @@ export function wordsAround(text: string, start: number, end: number, words: num
   return text.slice(from, to)
 }
 
-const CITATION = /\[\d{1,3}\]/
-const CITATIONS_AT_END = /[,;:]?(?:\s*\[\d{1,3}\])+\s*$/
-const CITATIONS_AT_START = /^\s*(?:\[\d{1,3}\]\s*)+/
+// A Wikipedia citation mark: "[2]", "[109]".
+const MARK = String.raw`\[\d{1,3}\]`
+const CITATION = new RegExp(MARK)
+const CITATIONS_AT_END = new RegExp(String.raw`[,;:]?(?:\s*${MARK})+\s*$`)
+const CITATIONS_AT_START = new RegExp(String.raw`^\s*(?:${MARK}\s*)+`)
 
 /**
  * The span without the Wikipedia citation marks at its ends ("Ouagadougou[2]" → "Ouagadougou",

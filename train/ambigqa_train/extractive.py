@@ -278,9 +278,11 @@ def group_loss(model: PreTrainedModel, tok: PreTrainedTokenizerFast, groups: lis
     return prepared_loss(model, prepare_groups(tok, groups, negatives, max_len, words))
 
 
-CITATION = re.compile(r"\[\d{1,3}\]")
-CITATIONS_AT_END = re.compile(r"[,;:]?(?:\s*\[\d{1,3}\])+\s*$")
-CITATIONS_AT_START = re.compile(r"^\s*(?:\[\d{1,3}\]\s*)+")
+# A Wikipedia citation mark: "[2]", "[109]".
+MARK = r"\[\d{1,3}\]"
+CITATION = re.compile(MARK)
+CITATIONS_AT_END = re.compile(rf"[,;:]?(?:\s*{MARK})+\s*$")
+CITATIONS_AT_START = re.compile(rf"^\s*(?:{MARK}\s*)+")
 
 
 def without_citations(text: str) -> str | None:
